@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librangelock: range reader/writer locks for POSIX threads.
+ *
+ * A range lock protects one resource (a file's bytes, an address space, a key
+ * space) as a line of units 0 .. UINT64_MAX.  A thread locks only the closed
+ * range [start, last] it works on: requests whose ranges intersect and where
+ * at least one is a writer conflict and are granted one after the other in
+ * arrival order; readers share; ranges that do not intersect never wait for
+ * each other.
+ *
+ * The design is the Linux kernel's "range reader/writer lock" (Bueso 2017,
+ * after Jan Kara): every request, held or waiting, sits in an interval tree;
+ * a request counts on entry the conflicting requests already in the tree that
+ * intersect it (its blocking count) and owns its range when that count falls
+ * to zero.  Unlock removes the request and decrements the later conflicting
+ * requests that counted it.  There is no lock stealing, so writers cannot
+ * starve: a reader that arrives behind a waiting writer on the same units
+ * waits behind it.
+ *
+ * Two objects:
+ *  - struct range_lock_tree: the lock of the whole resource (64 bytes);
+ *  - struct range_lock: one request, a range, usually on the caller's stack
+ *    (64 bytes).  It belongs to the tree from the lock call until the unlock
+ *    call returns and must not be moved, reused or freed in between.
+ *
+ * Conventions, for every call below:
+ *  - Ranges are uint64_t and inclusive at both ends; RANGE_LOCK_FULL is the
+ *    last unit, so [0, RANGE_LOCK_FULL] is the whole resource.
+ *  - Calls that can fail return 0 or a negative errno value (-EINTR,
+ *    -ETIMEDOUT, -EINVAL, -EBUSY), as in the kernel; the trylock calls return
+ *    1 or 0.
+ *  - Misuse that the void calls cannot report (unlocking a request that is
+ *    not held, unlocking with the wrong mode, downgrading a read lock,
+ *    destroying or re-initialising a request in the tree, a NULL argument)
+ *    prints one line naming the call and the range on stderr and calls
+ *    abort(): continuing would corrupt the tree or break exclusion.
+ *  - Memory ordering: everything a thread did before an unlock (or a
+ *    downgrade) happens before everything a thread does after the lock call
+ *    that a conflicting later request of it returns from, as for
+ *    pthread_rwlock_t.
+ *  - Thread safety: any call may run on any thread at any time, except that
+ *    one struct range_lock is used by one thread at a time.  A request may be
+ *    unlocked by a thread other than the one that locked it.
+ *  - Signals: the plain lock calls never return early; a handler that runs
+ *    while they wait does not disturb them.  None of the calls is
+ *    async-signal-safe.
+ *  - fork(): as for pthread locks, a child process may use a tree only if no
+ *    other thread of the parent held or waited on it at the time of the fork
+ *    (its requests would stay in the child's tree forever).  fork-then-exec
+ *    is always fine.  Trees are private to one process.
+ */
+#ifndef RANGELOCK_RANGELOCK_H
+#define RANGELOCK_RANGELOCK_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <rangelock/rangelock_export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RANGELOCK_VERSION_MAJOR 0
+#define RANGELOCK_VERSION_MINOR 1
+#define RANGELOCK_VERSION_PATCH 0
+#define RANGELOCK_VERSION_STRING "0.1.0"
+
+/** RANGE_LOCK_FULL - the last unit of every resource. */
+#define RANGE_LOCK_FULL UINT64_MAX
+
+/**
+ * struct range_lock - one request for a range, held or waiting.
+ *
+ * All fields are private to the library; read @start and @last if you like,
+ * write none of them.  Initialise with range_lock_init(), range_lock_init_full()
+ * or RANGE_LOCK_INITIALIZER().  A request can be locked and unlocked any
+ * number of times, one use after the other.
+ */
+struct range_lock {
+	struct range_lock *rb_left;   /* interval-tree links */
+	struct range_lock *rb_right;
+	uintptr_t rb_parent_flags;    /* parent | colour, reader, in-tree bits */
+	uint64_t start;               /* first unit */
+	uint64_t last;                /* last unit (inclusive) */
+	uint64_t subtree_last;        /* largest @last in this subtree */
+	uint64_t seqnum;              /* arrival order in the tree */
+	uint32_t wait_word;           /* blocking count << 1 | sleeping (futex) */
+	uint32_t owner_tid;           /* thread that made the request */
+};
+
+/**
+ * struct range_lock_tree - the lock protecting one whole resource.
+ *
+ * Private fields; initialise with range_lock_tree_init() or
+ * RANGE_LOCK_TREE_INITIALIZER().  Not process-shared.
+ */
+struct range_lock_tree {
+	uint32_t tree_lock;           /* internal lock word (futex) */
+	uint32_t nr_requests;         /* requests in the tree */
+	struct range_lock *root;      /* interval tree of all requests */
+	struct range_lock *leftmost;  /* request with the smallest start */
+	uint64_t seqnum;              /* next arrival number */
+	struct range_lock_stats *stats; /* NULL unless statistics are enabled */
+	uint64_t reserved[3];
+};
+
+/** RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree. */
+#define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, { 0, 0, 0 } }
+/** DEFINE_RANGE_LOCK_TREE() - define and initialise a tree. */
+#define DEFINE_RANGE_LOCK_TREE(name) \
+	struct range_lock_tree name = RANGE_LOCK_TREE_INITIALIZER(name)
+
+/**
+ * RANGE_LOCK_INITIALIZER() - static initialiser of a request for
+ * [start, last]; start <= last is the caller's duty here (range_lock_init()
+ * checks it).  An all-zero request is a valid request for [0, 0].
+ */
+#define RANGE_LOCK_INITIALIZER(first, final) \
+	{ 0, 0, 0, (first), (final), (final), 0, 0, 0 }
+/** DEFINE_RANGE_LOCK() - define a request for [start, last]. */
+#define DEFINE_RANGE_LOCK(name, first, final) \
+	struct range_lock name = RANGE_LOCK_INITIALIZER(first, final)
+/** DEFINE_RANGE_LOCK_FULL() - define a request for the whole resource. */
+#define DEFINE_RANGE_LOCK_FULL(name) DEFINE_RANGE_LOCK(name, 0, RANGE_LOCK_FULL)
+
+/**
+ * range_lock_tree_init() - initialise a tree: no requests, statistics off.
+ * @tree: the tree; it must not be in use.
+ */
+RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
+
+/**
+ * range_lock_tree_destroy() - check that a tree is unused before freeing it.
+ * @tree: the tree.
+ *
+ * Return: 0 when no request is held or waiting (the tree may then be freed or
+ * re-initialised), -EBUSY otherwise (nothing is changed).
+ */
+RANGELOCK_API int range_lock_tree_destroy(struct range_lock_tree *tree);
+
+/**
+ * range_lock_init() - prepare a request for the range [start, last].
+ * @lock:  the request; it must not be in a tree.
+ * @start: first unit.
+ * @last:  last unit, inclusive; start <= last.
+ *
+ * Return: 0, or -EINVAL if start > last (the request is then left as a valid
+ * but empty-handed request for [0, 0]: locking it is still safe).
+ */
+RANGELOCK_API int range_lock_init(struct range_lock *lock, uint64_t start,
+				  uint64_t last);
+
+/** range_lock_init_full() - prepare a request for [0, RANGE_LOCK_FULL]. */
+RANGELOCK_API void range_lock_init_full(struct range_lock *lock);
+
+/**
+ * range_read_lock() - lock [start, last] for reading; wait as long as needed.
+ * @tree: the tree.
+ * @lock: a request prepared by range_lock_init() and in no tree.
+ *
+ * Returns once no earlier writer request on an intersecting range remains.
+ * Readers share units with readers.  Not interrupted by signals.  Not a
+ * cancellation point.
+ */
+RANGELOCK_API void range_read_lock(struct range_lock_tree *tree,
+				   struct range_lock *lock);
+/**
+ * range_write_lock() - lock [start, last] for writing; wait as long as needed.
+ *
+ * Returns once no earlier request of either mode on an intersecting range
+ * remains.  Otherwise as range_read_lock().
+ */
+RANGELOCK_API void range_write_lock(struct range_lock_tree *tree,
+				    struct range_lock *lock);
+
+/**
+ * range_read_lock_interruptible() - range_read_lock(), but a signal handler
+ * ends the wait.
+ *
+ * Return: 0 when the range is held; -EINTR when a signal handler ran while
+ * the call waited, with or without SA_RESTART (as sem_wait()).  After -EINTR
+ * the request is out of the tree and the later requests it delayed go on.
+ * A request granted at the same moment as the signal is kept: 0.
+ */
+RANGELOCK_API int range_read_lock_interruptible(struct range_lock_tree *tree,
+						struct range_lock *lock);
+/** range_write_lock_interruptible() - the writer's range_read_lock_interruptible(). */
+RANGELOCK_API int range_write_lock_interruptible(struct range_lock_tree *tree,
+						 struct range_lock *lock);
+
+/**
+ * range_read_lock_killable() - range_read_lock() that is a cancellation point
+ * while it waits.
+ *
+ * A thread cancelled by pthread_cancel() while it waits here (with
+ * cancellation enabled) withdraws its request, leaving nothing in the tree,
+ * and is then cancelled (cleanup handlers run, the thread exits).  Signals do
+ * not end the wait.  The call does not wait and is not a cancellation point
+ * when the range is free.
+ *
+ * Return: 0 when the range is held.  (The kernel's killable call returns
+ * -EINTR on a fatal signal; in a process, a fatal signal ends the process.)
+ */
+RANGELOCK_API int range_read_lock_killable(struct range_lock_tree *tree,
+					   struct range_lock *lock);
+/** range_write_lock_killable() - the writer's range_read_lock_killable(). */
+RANGELOCK_API int range_write_lock_killable(struct range_lock_tree *tree,
+					    struct range_lock *lock);
+
+/**
+ * range_read_trylock() - lock for reading only if that needs no wait.
+ *
+ * Return: 1 when acquired; 0 when any intersecting writer request is held or
+ * waiting (a waiting writer counts: no stealing).  On 0 nothing is left in
+ * the tree.
+ */
+RANGELOCK_API int range_read_trylock(struct range_lock_tree *tree,
+				     struct range_lock *lock);
+/**
+ * range_write_trylock() - lock for writing only if that needs no wait.
+ *
+ * Return: 1 when acquired; 0 when any intersecting request is held or
+ * waiting.  On 0 nothing is left in the tree.
+ */
+RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
+				      struct range_lock *lock);
+
+/**
+ * range_read_timedlock() - range_read_lock() with an absolute deadline.
+ * @clockid: CLOCK_MONOTONIC or CLOCK_REALTIME, the clock of @abstime.
+ * @abstime: the deadline.
+ *
+ * A free range is taken even when the deadline has passed (as
+ * pthread_rwlock_timedrdlock()); @clockid and @abstime are checked only when
+ * the call would have to wait.  Signals do not end the wait.
+ *
+ * Return: 0 when the range is held; -ETIMEDOUT when the deadline passed first
+ * (the request is then out of the tree); -EINVAL for another clock, a NULL
+ * @abstime, or tv_nsec outside [0, 999999999], or a negative tv_sec.
+ */
+RANGELOCK_API int range_read_timedlock(struct range_lock_tree *tree,
+				       struct range_lock *lock,
+				       clockid_t clockid,
+				       const struct timespec *abstime);
+/** range_write_timedlock() - the writer's range_read_timedlock(). */
+RANGELOCK_API int range_write_timedlock(struct range_lock_tree *tree,
+					struct range_lock *lock,
+					clockid_t clockid,
+					const struct timespec *abstime);
+
+/**
+ * range_read_unlock() - release a range held for reading.
+ *
+ * Wakes the later requests that waited for this one only.  Aborts (see
+ * Conventions) if @lock is not held in @tree for reading.
+ */
+RANGELOCK_API void range_read_unlock(struct range_lock_tree *tree,
+				     struct range_lock *lock);
+/**
+ * range_write_unlock() - release a range held for writing.
+ *
+ * Aborts if @lock is not held in @tree for writing.
+ */
+RANGELOCK_API void range_write_unlock(struct range_lock_tree *tree,
+				      struct range_lock *lock);
+
+/**
+ * range_downgrade_write() - turn a write hold into a read hold, atomically.
+ *
+ * No other writer can get in between.  Later readers that waited only for
+ * this request run now; later writers keep waiting.  Release afterwards with
+ * range_read_unlock().  Aborts if @lock is not held in @tree for writing.
+ */
+RANGELOCK_API void range_downgrade_write(struct range_lock_tree *tree,
+					 struct range_lock *lock);
+
+/*
+ * Lock-order annotations (the kernel's lockdep names).  @subclass tells the
+ * checking mode (see "Debugging" in the README) that taking two trees of the
+ * same kind in a nested fashion is deliberate; without checking it is
+ * ignored and these are exactly the plain calls.
+ */
+RANGELOCK_API void range_read_lock_nested(struct range_lock_tree *tree,
+					  struct range_lock *lock, int subclass);
+RANGELOCK_API void range_write_lock_nested(struct range_lock_tree *tree,
+					   struct range_lock *lock, int subclass);
+RANGELOCK_API int range_write_lock_killable_nested(struct range_lock_tree *tree,
+						   struct range_lock *lock,
+						   int subclass);
+/** range_write_lock_nest_lock() - @nest_lock serialises this; plain write lock. */
+#define range_write_lock_nest_lock(tree, lock, nest_lock) \
+	((void)(nest_lock), range_write_lock((tree), (lock)))
+
+/**
+ * struct range_lock_stats - statistics of one tree.
+ *
+ * Counted only while enabled by range_lock_tree_enable_stats().  Acquisitions
+ * include trylock successes; @contended counts the lock calls that had to
+ * wait (granted or not); wait times are in nanoseconds of CLOCK_MONOTONIC and
+ * are measured only for those.
+ */
+struct range_lock_stats {
+	uint64_t read_acquired;       /* read holds granted */
+	uint64_t write_acquired;      /* write holds granted */
+	uint64_t contended;           /* lock calls that had to wait */
+	uint64_t wait_ns_total;       /* total time those waited */
+	uint64_t wait_ns_max;         /* longest single wait */
+	uint64_t gave_up_signal;      /* _interruptible calls that returned -EINTR */
+	uint64_t gave_up_timeout;     /* _timedlock calls that returned -ETIMEDOUT */
+	uint64_t gave_up_cancel;      /* _killable waits ended by cancellation */
+	uint64_t trylock_failed;      /* trylock calls that returned 0 */
+	uint64_t held_now;            /* requests holding their range now */
+	uint64_t waiting_now;         /* requests waiting now */
+	uint64_t held_peak;           /* largest held_now seen */
+	uint64_t waiting_peak;        /* largest waiting_now seen */
+};
+
+/**
+ * range_lock_tree_enable_stats() - start counting statistics into @storage.
+ * @storage: memory the library writes the counters to (under the tree's
+ *           internal lock); it must stay valid until the tree is destroyed.
+ *
+ * The tree itself stays 64 bytes; the counters live in memory you provide.
+ * Counting starts from the requests present now (held_now, waiting_now).
+ *
+ * Return: 0, or -EINVAL if @storage is NULL, or -EBUSY if statistics are
+ * already enabled with other storage.
+ */
+RANGELOCK_API int range_lock_tree_enable_stats(struct range_lock_tree *tree,
+					       struct range_lock_stats *storage);
+/**
+ * range_lock_tree_get_stats() - copy a consistent snapshot of the counters.
+ *
+ * Return: 0, or -ENODATA if statistics were never enabled for @tree (@stats
+ * is then zeroed).
+ */
+RANGELOCK_API int range_lock_tree_get_stats(struct range_lock_tree *tree,
+					    struct range_lock_stats *stats);
+/**
+ * range_lock_tree_reset_stats() - zero the counters; held_now and
+ * waiting_now (and the peaks) restart from the requests present now.
+ */
+RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
+
+/**
+ * range_lock_tree_dump() - print every request in the tree, in start order.
+ *
+ * One line per request: range, mode, held or waiting, seqnum, blocking count
+ * and the kernel thread id that made it.  Safe at any time; it holds the
+ * internal lock while it prints, so do not dump to a pipe nobody reads.
+ */
+RANGELOCK_API void range_lock_tree_dump(struct range_lock_tree *tree,
+					FILE *out);
+
+/** rangelock_version() - the library's version string, e.g. "0.1.0". */
+RANGELOCK_API const char *rangelock_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RANGELOCK_RANGELOCK_H */

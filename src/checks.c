@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The checking mode; see checks.h.  Debug code: simple data structures under
+ * one global mutex, taken after tree_lock when both are held (never the
+ * other way round).
+ */
+#include "checks.h"
+
+#if RANGELOCK_CHECKS
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "interval_tree.h"
+
+/* ---- the whole-tree invariant ----------------------------------------- */
+
+static bool is_reader(const struct range_lock *n)
+{
+	return n->rb_parent_flags & RL_READER;
+}
+
+static uint32_t blocking_of(const struct range_lock *n)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&n->wait_word,
+				    memory_order_relaxed) >> 1;
+}
+
+static void tree_broken(const struct range_lock_tree *tree, const char *what,
+			const struct range_lock *a, const struct range_lock *b)
+{
+	fprintf(stderr, "librangelock: tree %p invariant broken: %s", (void *)tree, what);
+	if (a)
+		fprintf(stderr, " [%llu, %llu] seq %llu", (unsigned long long)a->start,
+			(unsigned long long)a->last, (unsigned long long)a->seqnum);
+	if (b)
+		fprintf(stderr, " vs [%llu, %llu] seq %llu", (unsigned long long)b->start,
+			(unsigned long long)b->last, (unsigned long long)b->seqnum);
+	fputc('\n', stderr);
+	abort();
+}
+
+void rl_check_tree(const struct range_lock_tree *tree)
+{
+	const struct range_lock *n, *prev = NULL, *first = NULL;
+	struct range_lock *m;
+	const char *msg;
+	size_t count;
+
+	msg = itree_check(tree->root, &count);
+	if (msg)
+		tree_broken(tree, msg, NULL, NULL);
+	if (count != tree->nr_requests)
+		tree_broken(tree, "nr_requests differs from the node count", NULL, NULL);
+	if (tree->root) {
+		for (first = tree->root; first->rb_left; first = first->rb_left)
+			;
+	}
+	if (first != tree->leftmost)
+		tree_broken(tree, "leftmost is not the first node", NULL, NULL);
+
+	for (n = first; n; prev = n, n = itree_next_inorder(n)) {
+		uint32_t expect = 0;
+
+		if (n->seqnum >= tree->seqnum)
+			tree_broken(tree, "seqnum from the future", n, NULL);
+		if (prev && prev->start == n->start && prev->seqnum >= n->seqnum)
+			tree_broken(tree, "equal starts out of arrival order", prev, n);
+		itree_foreach(m, tree->root, n->start, n->last) {
+			bool conflicting = !(is_reader(n) && is_reader(m));
+
+			if (m == n || !conflicting)
+				continue;
+			if (m->seqnum == n->seqnum)
+				tree_broken(tree, "two requests share a seqnum", m, n);
+			if (m->seqnum < n->seqnum)
+				expect++;
+			if (!blocking_of(n) && !blocking_of(m))
+				tree_broken(tree, "conflicting requests both held", m, n);
+		}
+		if (blocking_of(n) != expect)
+			tree_broken(tree, "blocking count differs from the earlier "
+					  "conflicting requests", n, NULL);
+	}
+}
+
+/* ---- the hold registry ------------------------------------------------ */
+
+struct hold {
+	const struct range_lock_tree *tree;
+	const struct range_lock *lock;
+	uint64_t start, last;
+	uint32_t tid;
+	int subclass;
+	void *site;
+};
+
+struct order_edge {
+	const struct range_lock_tree *from, *to;
+	int from_sub, to_sub;
+	void *from_site, *to_site;
+	bool reported;
+};
+
+static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct hold *holds;
+static size_t nr_holds, cap_holds;
+static struct order_edge *edges;
+static size_t nr_edges, cap_edges;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void print_site(FILE *f, void *site)
+{
+	Dl_info info;
+
+	if (site && dladdr(site, &info) && info.dli_sname)
+		fprintf(f, "%s+0x%lx (%p)", info.dli_sname,
+			(unsigned long)((char *)site - (char *)info.dli_saddr), site);
+	else
+		fprintf(f, "%p", site);
+}
+
+static void report_exit_with_holds(void *arg)
+{
+	uint32_t tid = (uint32_t)(uintptr_t)arg;
+
+	pthread_mutex_lock(&registry_mutex);
+	for (size_t i = 0; i < nr_holds; i++) {
+		struct hold *h = &holds[i];
+		if (h->tid != tid)
+			continue;
+		fprintf(stderr, "librangelock: thread %u exits holding [%llu, %llu] "
+				"of tree %p, locked at ", tid,
+			(unsigned long long)h->start, (unsigned long long)h->last,
+			(const void *)h->tree);
+		print_site(stderr, h->site);
+		fputc('\n', stderr);
+	}
+	pthread_mutex_unlock(&registry_mutex);
+}
+
+static void make_exit_key(void)
+{
+	pthread_key_create(&exit_key, report_exit_with_holds);
+}
+
+void rl_check_self_deadlock(const struct range_lock_tree *tree,
+			    const struct range_lock *lock, bool reader,
+			    const char *call)
+{
+	uint32_t me = rl_thread_id();
+
+	pthread_mutex_lock(&registry_mutex);
+	for (size_t i = 0; i < nr_holds; i++) {
+		struct hold *h = &holds[i];
+		if (h->tid != me || h->tree != tree || h->last < lock->start ||
+		    h->start > lock->last || (reader && is_reader(h->lock)))
+			continue;
+		fprintf(stderr, "librangelock: self-deadlock: thread %u calls %s on "
+				"[%llu, %llu] of tree %p while it holds [%llu, %llu] "
+				"for %s there (locked at ", me, call,
+			(unsigned long long)lock->start, (unsigned long long)lock->last,
+			(const void *)tree, (unsigned long long)h->start,
+			(unsigned long long)h->last,
+			is_reader(h->lock) ? "reading" : "writing");
+		print_site(stderr, h->site);
+		fputs(")\n", stderr);
+		abort();
+	}
+	pthread_mutex_unlock(&registry_mutex);
+}
+
+static struct order_edge *find_edge(const struct range_lock_tree *from, int fs,
+				    const struct range_lock_tree *to, int ts)
+{
+	for (size_t i = 0; i < nr_edges; i++)
+		if (edges[i].from == from && edges[i].to == to &&
+		    edges[i].from_sub == fs && edges[i].to_sub == ts)
+			return &edges[i];
+	return NULL;
+}
+
+void rl_check_acquired(struct range_lock_tree *tree, struct range_lock *lock,
+		       int subclass, void *site)
+{
+	uint32_t me = rl_thread_id();
+
+	pthread_once(&exit_key_once, make_exit_key);
+	pthread_setspecific(exit_key, (void *)(uintptr_t)me);
+
+	pthread_mutex_lock(&registry_mutex);
+	/* Order: every other tree this thread holds was taken before @tree. */
+	for (size_t i = 0; i < nr_holds; i++) {
+		struct hold *h = &holds[i];
+		struct order_edge *fwd, *back;
+
+		if (h->tid != me || h->tree == tree)
+			continue;
+		fwd = find_edge(h->tree, h->subclass, tree, subclass);
+		if (!fwd) {
+			if (nr_edges == cap_edges) {
+				cap_edges = cap_edges ? 2 * cap_edges : 64;
+				edges = realloc(edges, cap_edges * sizeof(*edges));
+				if (!edges)
+					abort();
+			}
+			fwd = &edges[nr_edges++];
+			*fwd = (struct order_edge){ h->tree, tree, h->subclass, subclass,
+						    h->site, site, false };
+		}
+		back = find_edge(tree, subclass, h->tree, h->subclass);
+		if (back && !back->reported) {
+			back->reported = fwd->reported = true;
+			fprintf(stderr, "librangelock: lock order inversion (ABBA): "
+					"tree %p then tree %p at ",
+				(const void *)back->from, (const void *)back->to);
+			print_site(stderr, back->from_site);
+			fputs(" -> ", stderr);
+			print_site(stderr, back->to_site);
+			fprintf(stderr, "; but thread %u took tree %p then tree %p at ",
+				me, (const void *)h->tree, (const void *)tree);
+			print_site(stderr, h->site);
+			fputs(" -> ", stderr);
+			print_site(stderr, site);
+			fputc('\n', stderr);
+		}
+	}
+	if (nr_holds == cap_holds) {
+		cap_holds = cap_holds ? 2 * cap_holds : 64;
+		holds = realloc(holds, cap_holds * sizeof(*holds));
+		if (!holds)
+			abort();
+	}
+	holds[nr_holds++] = (struct hold){ tree, lock, lock->start, lock->last,
+					   me, subclass, site };
+	pthread_mutex_unlock(&registry_mutex);
+}
+
+void rl_check_released(const struct range_lock_tree *tree,
+		       const struct range_lock *lock)
+{
+	pthread_mutex_lock(&registry_mutex);
+	for (size_t i = 0; i < nr_holds; i++) {
+		if (holds[i].tree == tree && holds[i].lock == lock) {
+			holds[i] = holds[--nr_holds];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&registry_mutex);
+}
+
+#endif /* RANGELOCK_CHECKS */

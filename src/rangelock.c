@@ -1,0 +1,832 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librangelock: the range reader/writer lock.
+ *
+ * DESIGN
+ * ======
+ * Every request, held or waiting, is a node of the tree's interval tree
+ * (interval_tree.c).  A request R entering the tree takes the next arrival
+ * number (seqnum) and counts its blockers: the requests already in the tree
+ * whose range intersects R's and that conflict with R.  Two requests
+ * conflict unless both are readers.  R owns its range when that count is 0.
+ * Leaving the tree (unlock, or giving up while waiting) walks the
+ * intersecting requests and decrements each LATER one (higher seqnum) that
+ * conflicts -- by the same rule, so exactly the requests that counted the
+ * leaver when they entered.  Downgrading a writer to a reader decrements the
+ * later intersecting readers, which alone stop conflicting with it.  There
+ * is no stealing: a request waits for every earlier conflicting request, so
+ * among intersecting conflicting requests arrival order decides.
+ *
+ * The invariant, true whenever tree_lock is free (checked in RANGELOCK_CHECKS
+ * builds, and model-checked in tests/model/):
+ *   blocking(R) = #{ Q in tree : Q.seqnum < R.seqnum, Q intersects R,
+ *                    Q and R conflict }
+ * so a request with blocking 0 conflicts with no earlier request, and two
+ * granted requests never conflict (of two intersecting conflicting requests
+ * the later one counts the earlier).
+ *
+ * THE REQUEST'S WAIT WORD
+ * =======================
+ * wait_word = blocking << 1 | SLEEPING.  The count lives in the word the
+ * waiter sleeps on, so the decrement that makes it 0 IS the grant: one
+ * atomic operation, the last write anyone makes to a request it grants.
+ *   - blocking is written only under tree_lock: set at entry before the
+ *     request is published (relaxed store: nobody else can see it until
+ *     tree_lock is released); decremented by others with fetch_sub.
+ *   - SLEEPING is set only by the waiter, without tree_lock, by
+ *     compare-and-swap, just before FUTEX_WAIT on the value it set.  That is
+ *     why the decrement must be an atomic read-modify-write: it races with
+ *     the waiter's CAS, and its old value tells whether anyone sleeps
+ *     (FUTEX_WAKE is skipped when nobody does).
+ *
+ * Who writes which field, under which lock:
+ *   tree->root, leftmost, seqnum, nr_requests, stats counters (except the
+ *       wait times), and every node's links, flags, start/last/subtree_last,
+ *       seqnum:                             only under tree_lock.
+ *   tree->stats (the pointer):              under tree_lock, read without it
+ *                                            (relaxed) only to decide whether
+ *                                            to read the clock.
+ *   stats->wait_ns_total, wait_ns_max:      atomic RMW by waiters, no lock.
+ *   node->wait_word:                        see above.
+ *   node->owner_tid:                        by the requesting thread before
+ *                                            it is published.
+ *
+ * Memory orders:
+ *   - tree_lock: acquire when taken, release when dropped (tree_lock.h).
+ *     An uncontended lock/unlock pair is ordered through it.
+ *   - The grant: fetch_sub with RELEASE, load by the waiter with ACQUIRE.
+ *     The releaser's critical section happens before its tree_lock release,
+ *     which happens before the granter's tree_lock acquire (when the granter
+ *     is another unlocker), which happens before the granting fetch_sub;
+ *     the waiter's acquire load that reads 0 synchronises with it.
+ *   - SLEEPING CAS: acquire, only because a failed CAS hands back a value
+ *     that may show the grant; the bit itself orders nothing, and all RMWs on one word are
+ *     totally ordered, so a granter's fetch_sub sees it or the CAS fails.
+ *   - Reads of wait_word under tree_lock (validation, give-up): relaxed;
+ *     only the granter can change the count and it holds tree_lock.
+ *
+ * Rule from ../FUTEX-RULES.md: nobody touches a request after its grant is
+ * visible, except through the futex address itself.  A granter keeps the
+ * request's address in a local wake list and calls FUTEX_WAKE after dropping
+ * tree_lock; a wake landing on a reused stack word is spurious for whoever is
+ * there.  (Reading a granted request's links under tree_lock is fine: a held
+ * request stays in the tree until its unlock, which needs tree_lock.)
+ *
+ * THE GIVE-UP PATH
+ * ================
+ * withdraw_request() below: a waiting request that stops waiting (signal,
+ * timeout, cancellation) takes tree_lock and looks at its count.  If a grant
+ * arrived meanwhile it keeps the range (signal, timeout: report success) or
+ * releases it like an unlock (cancellation: the thread is going away).
+ * Otherwise it leaves the tree through remove_request(), the same code as
+ * unlock, which un-accounts exactly the later requests that counted it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <rangelock/rangelock.h>
+
+#include "checks.h"
+#include "interval_tree.h"
+#include "tree_lock.h"
+#include "wait.h"
+
+#define SLEEPING 1u
+#define ONE_BLOCKER 2u
+
+/* Spin iterations on the grant word before sleeping: the range lock's
+ * spin-on-owner.  A short wait costs a spin, not two context switches. */
+#ifndef RL_GRANT_SPIN
+#define RL_GRANT_SPIN 2000
+#endif
+
+_Static_assert(sizeof(struct range_lock) <= 64, "struct range_lock grew");
+_Static_assert(sizeof(struct range_lock_tree) <= 64, "struct range_lock_tree grew");
+_Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t) &&
+	       _Alignof(_Atomic uint32_t) == _Alignof(uint32_t),
+	       "atomic word layout");
+
+static inline _Atomic uint32_t *tree_lock_word(struct range_lock_tree *tree)
+{
+	return (_Atomic uint32_t *)&tree->tree_lock;
+}
+
+static inline _Atomic uint32_t *wait_word(struct range_lock *lock)
+{
+	return (_Atomic uint32_t *)&lock->wait_word;
+}
+
+static inline bool is_reader(const struct range_lock *lock)
+{
+	return lock->rb_parent_flags & RL_READER;
+}
+
+static inline bool is_linked(const struct range_lock *lock)
+{
+	return lock->rb_parent_flags & RL_LINKED;
+}
+
+static inline bool conflict(bool reader_a, bool reader_b)
+{
+	return !(reader_a && reader_b);
+}
+
+static inline struct range_lock_stats *stats_of(struct range_lock_tree *tree)
+{
+	return __atomic_load_n(&tree->stats, __ATOMIC_RELAXED);
+}
+
+/* Stats counters written under tree_lock: relaxed load + store, no RMW
+ * needed (get_stats reads them concurrently with relaxed loads). */
+#define STAT_ADD(st, field, n) \
+	__atomic_store_n(&(st)->field, __atomic_load_n(&(st)->field, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define STAT_PEAK(st, now, peak)                                            \
+	do {                                                                \
+		uint64_t v_ = __atomic_load_n(&(st)->now, __ATOMIC_RELAXED); \
+		if (v_ > __atomic_load_n(&(st)->peak, __ATOMIC_RELAXED))     \
+			__atomic_store_n(&(st)->peak, v_, __ATOMIC_RELAXED); \
+	} while (0)
+
+static void stat_granted(struct range_lock_stats *st, bool reader, bool waited)
+{
+	if (reader)
+		STAT_ADD(st, read_acquired, 1);
+	else
+		STAT_ADD(st, write_acquired, 1);
+	if (waited)
+		STAT_ADD(st, waiting_now, -1);
+	STAT_ADD(st, held_now, 1);
+	STAT_PEAK(st, held_now, held_peak);
+}
+
+/* ---- misuse ---------------------------------------------------------- */
+
+static void die(const char *call, const struct range_lock *lock, const char *why)
+{
+	if (lock)
+		fprintf(stderr, "librangelock: %s([%llu, %llu]): %s\n", call,
+			(unsigned long long)lock->start,
+			(unsigned long long)lock->last, why);
+	else
+		fprintf(stderr, "librangelock: %s: %s\n", call, why);
+	fflush(stderr);
+	abort();
+}
+
+static void check_args(const char *call, struct range_lock_tree *tree,
+		       struct range_lock *lock)
+{
+	if (!tree || !lock)
+		die(call, NULL, "NULL tree or request");
+}
+
+/* Is @lock a node of @tree?  Walks up to the root: O(log n). */
+static bool in_tree(const struct range_lock_tree *tree, const struct range_lock *lock)
+{
+	const struct range_lock *n = lock, *p;
+
+	if (!is_linked(lock))
+		return false;
+	while ((p = itree_parent(n)))
+		n = p;
+	return n == tree->root;
+}
+
+/* ---- thread id ------------------------------------------------------- */
+
+static _Thread_local uint32_t cached_tid;
+
+uint32_t rl_thread_id(void)
+{
+	if (__builtin_expect(!cached_tid, 0))
+		cached_tid = (uint32_t)syscall(SYS_gettid);
+	return cached_tid;
+}
+
+/* ---- wake list: grants to announce after tree_lock is dropped ------- */
+
+#define WAKE_BATCH 8
+struct wake_list {
+	_Atomic uint32_t *word[WAKE_BATCH];
+	int n;
+};
+
+static inline void wake_list_add(struct wake_list *wl, _Atomic uint32_t *word)
+{
+	if (wl->n == WAKE_BATCH) {
+		/* Full: wake now, under tree_lock.  Correct, only slower. */
+		rl_wake_one(word);
+		return;
+	}
+	wl->word[wl->n++] = word;
+}
+
+static inline void wake_list_flush(struct wake_list *wl)
+{
+	for (int i = 0; i < wl->n; i++)
+		rl_wake_one(wl->word[i]);
+}
+
+/* ---- tree operations, under tree_lock -------------------------------- */
+
+/* Take one blocker off @waiter; grant it if that was the last.
+ * The fetch_sub is the last write to @waiter (see DESIGN). */
+static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *waiter,
+			       struct wake_list *wl)
+{
+	struct range_lock_stats *st = tree->stats;
+	bool reader = is_reader(waiter);
+	uint32_t old = atomic_fetch_sub_explicit(wait_word(waiter), ONE_BLOCKER,
+						 memory_order_release);
+
+	if ((old >> 1) != 1)
+		return;
+	if (st)
+		stat_granted(st, reader, true);
+	if (old & SLEEPING)
+		wake_list_add(wl, wait_word(waiter));
+}
+
+static inline bool intersects_any(const struct range_lock_tree *tree,
+				  const struct range_lock *lock)
+{
+	/* O(1): nothing in the tree starts by @last or ends at/after @start. */
+	return tree->root && lock->start <= tree->root->subtree_last &&
+	       tree->leftmost->start <= lock->last;
+}
+
+/* Count the requests in the tree that @lock (of mode @reader) must wait
+ * for; with @stop_at_first, just say whether there is one. */
+static uint32_t count_blockers(struct range_lock_tree *tree,
+			       const struct range_lock *lock, bool reader,
+			       bool stop_at_first)
+{
+	struct range_lock *n;
+	uint32_t count = 0;
+
+	if (!intersects_any(tree, lock))
+		return 0;
+	itree_foreach(n, tree->root, lock->start, lock->last) {
+		if (conflict(reader, is_reader(n))) {
+			count++;
+			if (stop_at_first)
+				break;
+		}
+	}
+	return count;
+}
+
+static void insert_request(struct range_lock_tree *tree, struct range_lock *lock,
+			   bool reader, uint32_t blockers)
+{
+	lock->rb_parent_flags = reader ? RL_READER : 0;
+	lock->seqnum = tree->seqnum++;
+	lock->owner_tid = rl_thread_id();
+	atomic_store_explicit(wait_word(lock), blockers * ONE_BLOCKER,
+			      memory_order_relaxed);
+	if (!tree->root || lock->start < tree->leftmost->start)
+		tree->leftmost = lock;
+	itree_insert(&tree->root, lock);
+	tree->nr_requests++;
+}
+
+/* Take @lock out of the tree and release the later requests that counted
+ * it: the same conflict rule as count_blockers(), so exactly those. */
+static void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
+			   struct wake_list *wl)
+{
+	bool reader = is_reader(lock);
+	struct range_lock *n;
+
+	if (tree->leftmost == lock)
+		tree->leftmost = itree_next_inorder(lock);
+	itree_erase(&tree->root, lock);
+	tree->nr_requests--;
+
+	if (!intersects_any(tree, lock))
+		return;
+	itree_foreach(n, tree->root, lock->start, lock->last) {
+		if (n->seqnum > lock->seqnum && conflict(reader, is_reader(n)))
+			put_blocker(tree, n, wl);
+	}
+}
+
+static inline void tree_unlock(struct range_lock_tree *tree)
+{
+	rl_check_tree(tree);
+	tree_lock_release(tree_lock_word(tree));
+}
+
+static inline void tree_lock(struct range_lock_tree *tree)
+{
+	tree_lock_acquire(tree_lock_word(tree));
+}
+
+/* ---- the give-up path ------------------------------------------------- */
+
+enum give_up { GIVE_UP_SIGNAL, GIVE_UP_TIMEOUT, GIVE_UP_CANCEL };
+
+/*
+ * A waiting request stops waiting.  Returns true if the grant had already
+ * arrived and the request keeps its range (never for cancellation, where a
+ * granted range is released like an unlock); false if it left the tree.
+ */
+static bool withdraw_request(struct range_lock_tree *tree, struct range_lock *lock,
+			     enum give_up why)
+{
+	struct wake_list wl = { .n = 0 };
+	struct range_lock_stats *st;
+	bool granted;
+
+	tree_lock(tree);
+	st = tree->stats;
+	granted = (atomic_load_explicit(wait_word(lock), memory_order_acquire) >> 1) == 0;
+	if (granted && why != GIVE_UP_CANCEL) {
+		tree_unlock(tree);
+		return true;
+	}
+	if (st) {
+		if (granted) {
+			STAT_ADD(st, held_now, -1);
+		} else {
+			STAT_ADD(st, waiting_now, -1);
+		}
+		if (why == GIVE_UP_SIGNAL)
+			STAT_ADD(st, gave_up_signal, 1);
+		else if (why == GIVE_UP_TIMEOUT)
+			STAT_ADD(st, gave_up_timeout, 1);
+		else
+			STAT_ADD(st, gave_up_cancel, 1);
+	}
+	remove_request(tree, lock, &wl);
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+	return false;
+}
+
+/* ---- waiting ---------------------------------------------------------- */
+
+enum wait_kind { WAIT_PLAIN, WAIT_INTERRUPTIBLE, WAIT_KILLABLE, WAIT_TIMED };
+
+struct waiter {
+	struct range_lock_tree *tree;
+	struct range_lock *lock;
+	enum wait_kind kind;
+	clockid_t clockid;
+	const struct timespec *abstime;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void stat_wait_time(struct range_lock_stats *st, uint64_t ns)
+{
+	uint64_t max = __atomic_load_n(&st->wait_ns_max, __ATOMIC_RELAXED);
+
+	__atomic_fetch_add(&st->wait_ns_total, ns, __ATOMIC_RELAXED);
+	while (ns > max && !__atomic_compare_exchange_n(&st->wait_ns_max, &max, ns, 1,
+							__ATOMIC_RELAXED,
+							__ATOMIC_RELAXED))
+		;
+}
+
+/* Returns 0 when granted, -EINTR or -ETIMEDOUT after leaving the tree. */
+static int wait_loop(struct waiter *w)
+{
+	_Atomic uint32_t *word = wait_word(w->lock);
+	unsigned flags = 0;
+	uint32_t v;
+	int r;
+
+	for (int i = 0; i < RL_GRANT_SPIN; i++) {
+		if (!(atomic_load_explicit(word, memory_order_acquire) >> 1))
+			return 0;
+		rl_cpu_relax();
+	}
+	if (w->kind == WAIT_INTERRUPTIBLE)
+		flags = RL_WAIT_INTERRUPTIBLE;
+	else if (w->kind == WAIT_KILLABLE)
+		flags = RL_WAIT_CANCELLABLE;
+
+	v = atomic_load_explicit(word, memory_order_acquire);
+	for (;;) {
+		if (!(v >> 1))
+			return 0;
+		/* Announce the sleep, so the granter knows to FUTEX_WAKE. */
+		if (!(v & SLEEPING)) {
+			if (!atomic_compare_exchange_weak_explicit(
+				    word, &v, v | SLEEPING, memory_order_acquire,
+				    memory_order_acquire))
+				continue;
+			v |= SLEEPING;
+		}
+		r = rl_wait(word, v, w->clockid,
+			    w->kind == WAIT_TIMED ? w->abstime : NULL, flags);
+		if ((r == -EINTR && w->kind == WAIT_INTERRUPTIBLE) ||
+		    (r == -ETIMEDOUT && w->kind == WAIT_TIMED)) {
+			if (withdraw_request(w->tree, w->lock,
+					     r == -EINTR ? GIVE_UP_SIGNAL
+							 : GIVE_UP_TIMEOUT))
+				return 0;
+			return r;
+		}
+		/* Any other return means "look again" (FUTEX-RULES rule 4). */
+		v = atomic_load_explicit(word, memory_order_acquire);
+	}
+}
+
+static void withdraw_on_cancel(void *arg)
+{
+	struct waiter *w = arg;
+
+	withdraw_request(w->tree, w->lock, GIVE_UP_CANCEL);
+}
+
+static int wait_for_grant(struct waiter *w)
+{
+	struct range_lock_stats *st = stats_of(w->tree);
+	uint64_t t0 = st ? now_ns() : 0;
+	int r;
+
+	if (w->kind == WAIT_KILLABLE) {
+		pthread_cleanup_push(withdraw_on_cancel, w);
+		r = wait_loop(w);
+		pthread_cleanup_pop(0);
+	} else {
+		r = wait_loop(w);
+	}
+	if (st)
+		stat_wait_time(st, now_ns() - t0);
+	return r;
+}
+
+/* ---- entry ------------------------------------------------------------ */
+
+static bool timespec_valid(clockid_t clockid, const struct timespec *abstime)
+{
+	return (clockid == CLOCK_MONOTONIC || clockid == CLOCK_REALTIME) &&
+	       abstime && abstime->tv_sec >= 0 && abstime->tv_nsec >= 0 &&
+	       abstime->tv_nsec < 1000000000L;
+}
+
+static int lock_common(const char *call, struct range_lock_tree *tree,
+		       struct range_lock *lock, bool reader, struct waiter *w,
+		       int subclass, void *site)
+{
+	struct range_lock_stats *st;
+	uint32_t blockers;
+	int r;
+
+	check_args(call, tree, lock);
+	if (is_linked(lock))
+		die(call, lock, "request is already in a tree (locked twice?)");
+
+	tree_lock(tree);
+	blockers = count_blockers(tree, lock, reader, false);
+	if (blockers) {
+		if (w->kind == WAIT_TIMED && !timespec_valid(w->clockid, w->abstime)) {
+			tree_unlock(tree);
+			return -EINVAL;
+		}
+		if (w->kind != WAIT_TIMED)
+			rl_check_self_deadlock(tree, lock, reader, call);
+	}
+	insert_request(tree, lock, reader, blockers);
+	st = tree->stats;
+	if (st) {
+		if (blockers) {
+			STAT_ADD(st, contended, 1);
+			STAT_ADD(st, waiting_now, 1);
+			STAT_PEAK(st, waiting_now, waiting_peak);
+		} else {
+			stat_granted(st, reader, false);
+		}
+	}
+	tree_unlock(tree);
+
+	if (blockers) {
+		w->tree = tree;
+		w->lock = lock;
+		r = wait_for_grant(w);
+		if (r)
+			return r;
+	}
+	rl_check_acquired(tree, lock, subclass, site);
+	return 0;
+}
+
+#define CALLER __builtin_return_address(0)
+
+#define DEFINE_LOCK_CALLS(mode, reader)                                          \
+	void range_##mode##_lock(struct range_lock_tree *tree,                   \
+				 struct range_lock *lock)                        \
+	{                                                                        \
+		struct waiter w = { .kind = WAIT_PLAIN };                        \
+		lock_common("range_" #mode "_lock", tree, lock, reader, &w, 0,   \
+			    CALLER);                                             \
+	}                                                                        \
+	void range_##mode##_lock_nested(struct range_lock_tree *tree,            \
+					struct range_lock *lock, int subclass)   \
+	{                                                                        \
+		struct waiter w = { .kind = WAIT_PLAIN };                        \
+		lock_common("range_" #mode "_lock_nested", tree, lock, reader,   \
+			    &w, subclass, CALLER);                               \
+	}                                                                        \
+	int range_##mode##_lock_interruptible(struct range_lock_tree *tree,      \
+					      struct range_lock *lock)           \
+	{                                                                        \
+		struct waiter w = { .kind = WAIT_INTERRUPTIBLE };                \
+		return lock_common("range_" #mode "_lock_interruptible", tree,   \
+				   lock, reader, &w, 0, CALLER);                 \
+	}                                                                        \
+	int range_##mode##_lock_killable(struct range_lock_tree *tree,           \
+					 struct range_lock *lock)                \
+	{                                                                        \
+		struct waiter w = { .kind = WAIT_KILLABLE };                     \
+		return lock_common("range_" #mode "_lock_killable", tree, lock,  \
+				   reader, &w, 0, CALLER);                       \
+	}                                                                        \
+	int range_##mode##_timedlock(struct range_lock_tree *tree,               \
+				     struct range_lock *lock, clockid_t clockid, \
+				     const struct timespec *abstime)             \
+	{                                                                        \
+		struct waiter w = { .kind = WAIT_TIMED,                          \
+				    .clockid = clockid,                          \
+				    .abstime = abstime };                        \
+		return lock_common("range_" #mode "_timedlock", tree, lock,      \
+				   reader, &w, 0, CALLER);                       \
+	}
+
+DEFINE_LOCK_CALLS(read, true)
+DEFINE_LOCK_CALLS(write, false)
+
+int range_write_lock_killable_nested(struct range_lock_tree *tree,
+				     struct range_lock *lock, int subclass)
+{
+	struct waiter w = { .kind = WAIT_KILLABLE };
+
+	return lock_common("range_write_lock_killable_nested", tree, lock,
+			   false, &w, subclass, CALLER);
+}
+
+static int trylock_common(const char *call, struct range_lock_tree *tree,
+			  struct range_lock *lock, bool reader, void *site)
+{
+	struct range_lock_stats *st;
+	bool busy;
+
+	check_args(call, tree, lock);
+	if (is_linked(lock))
+		die(call, lock, "request is already in a tree (locked twice?)");
+
+	tree_lock(tree);
+	st = tree->stats;
+	busy = count_blockers(tree, lock, reader, true) != 0;
+	if (busy) {
+		if (st)
+			STAT_ADD(st, trylock_failed, 1);
+	} else {
+		insert_request(tree, lock, reader, 0);
+		if (st)
+			stat_granted(st, reader, false);
+	}
+	tree_unlock(tree);
+	if (busy)
+		return 0;
+	rl_check_acquired(tree, lock, 0, site);
+	return 1;
+}
+
+int range_read_trylock(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	return trylock_common("range_read_trylock", tree, lock, true, CALLER);
+}
+
+int range_write_trylock(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	return trylock_common("range_write_trylock", tree, lock, false, CALLER);
+}
+
+/* ---- release ---------------------------------------------------------- */
+
+/* Under tree_lock: abort unless @lock is held in @tree in mode @reader. */
+static void check_held(const char *call, struct range_lock_tree *tree,
+		       struct range_lock *lock, bool reader)
+{
+	if (!in_tree(tree, lock)) {
+		tree_lock_release(tree_lock_word(tree));
+		die(call, lock, "request is not in this tree (not locked?)");
+	}
+	if (atomic_load_explicit(wait_word(lock), memory_order_relaxed) >> 1) {
+		tree_lock_release(tree_lock_word(tree));
+		die(call, lock, "request is still waiting, not held");
+	}
+	if (is_reader(lock) != reader) {
+		tree_lock_release(tree_lock_word(tree));
+		die(call, lock, reader ? "range is held for writing, not reading"
+				       : "range is held for reading, not writing");
+	}
+}
+
+static void unlock_common(const char *call, struct range_lock_tree *tree,
+			  struct range_lock *lock, bool reader)
+{
+	struct wake_list wl = { .n = 0 };
+	struct range_lock_stats *st;
+
+	check_args(call, tree, lock);
+	tree_lock(tree);
+	check_held(call, tree, lock, reader);
+	rl_check_released(tree, lock);
+	remove_request(tree, lock, &wl);
+	st = tree->stats;
+	if (st)
+		STAT_ADD(st, held_now, -1);
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+}
+
+void range_read_unlock(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	unlock_common("range_read_unlock", tree, lock, true);
+}
+
+void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	unlock_common("range_write_unlock", tree, lock, false);
+}
+
+void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	struct wake_list wl = { .n = 0 };
+	struct range_lock *n;
+
+	check_args("range_downgrade_write", tree, lock);
+	tree_lock(tree);
+	check_held("range_downgrade_write", tree, lock, false);
+	lock->rb_parent_flags |= RL_READER;
+	/* Later readers counted us as a writer; as a reader we no longer
+	 * conflict with them.  Later writers still wait for us. */
+	itree_foreach(n, tree->root, lock->start, lock->last) {
+		if (n->seqnum > lock->seqnum && is_reader(n))
+			put_blocker(tree, n, &wl);
+	}
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+void range_lock_tree_init(struct range_lock_tree *tree)
+{
+	memset(tree, 0, sizeof(*tree));
+}
+
+int range_lock_tree_destroy(struct range_lock_tree *tree)
+{
+	int busy;
+
+	if (!tree)
+		die("range_lock_tree_destroy", NULL, "NULL tree");
+	tree_lock(tree);
+	busy = tree->root != NULL;
+	tree_lock_release(tree_lock_word(tree));
+	return busy ? -EBUSY : 0;
+}
+
+int range_lock_init(struct range_lock *lock, uint64_t start, uint64_t last)
+{
+	if (!lock)
+		die("range_lock_init", NULL, "NULL request");
+	memset(lock, 0, sizeof(*lock));
+	if (start > last)
+		return -EINVAL;
+	lock->start = start;
+	lock->last = last;
+	lock->subtree_last = last;
+	return 0;
+}
+
+void range_lock_init_full(struct range_lock *lock)
+{
+	range_lock_init(lock, 0, RANGE_LOCK_FULL);
+}
+
+const char *rangelock_version(void)
+{
+	return RANGELOCK_VERSION_STRING;
+}
+
+/* ---- statistics and dump ---------------------------------------------- */
+
+/* Under tree_lock: recount held_now and waiting_now from the tree. */
+static void stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
+{
+	uint64_t held = 0, waiting = 0;
+	const struct range_lock *n;
+
+	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
+		if (atomic_load_explicit(wait_word((struct range_lock *)n),
+					 memory_order_relaxed) >> 1)
+			waiting++;
+		else
+			held++;
+	}
+	__atomic_store_n(&st->held_now, held, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->waiting_now, waiting, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->held_peak, held, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->waiting_peak, waiting, __ATOMIC_RELAXED);
+}
+
+static void stats_zero(struct range_lock_stats *st)
+{
+	uint64_t *f = (uint64_t *)st;
+
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		__atomic_store_n(&f[i], 0, __ATOMIC_RELAXED);
+}
+
+int range_lock_tree_enable_stats(struct range_lock_tree *tree,
+				 struct range_lock_stats *storage)
+{
+	int r = 0;
+
+	if (!tree || !storage)
+		return -EINVAL;
+	tree_lock(tree);
+	if (tree->stats && tree->stats != storage) {
+		r = -EBUSY;
+	} else if (!tree->stats) {
+		stats_zero(storage);
+		stats_recount(tree, storage);
+		__atomic_store_n(&tree->stats, storage, __ATOMIC_RELAXED);
+	}
+	tree_unlock(tree);
+	return r;
+}
+
+int range_lock_tree_get_stats(struct range_lock_tree *tree,
+			      struct range_lock_stats *out)
+{
+	const uint64_t *f;
+	uint64_t *o = (uint64_t *)out;
+
+	if (!tree || !out)
+		return -EINVAL;
+	tree_lock(tree);
+	if (!tree->stats) {
+		tree_unlock(tree);
+		memset(out, 0, sizeof(*out));
+		return -ENODATA;
+	}
+	f = (const uint64_t *)tree->stats;
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+	tree_unlock(tree);
+	return 0;
+}
+
+void range_lock_tree_reset_stats(struct range_lock_tree *tree)
+{
+	if (!tree)
+		die("range_lock_tree_reset_stats", NULL, "NULL tree");
+	tree_lock(tree);
+	if (tree->stats) {
+		stats_zero(tree->stats);
+		stats_recount(tree, tree->stats);
+	}
+	tree_unlock(tree);
+}
+
+void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
+{
+	const struct range_lock *n;
+	uint32_t word;
+
+	if (!tree || !out)
+		die("range_lock_tree_dump", NULL, "NULL tree or stream");
+	tree_lock(tree);
+	fprintf(out, "range_lock_tree %p: %u request(s), next seqnum %llu\n",
+		(void *)tree, tree->nr_requests, (unsigned long long)tree->seqnum);
+	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
+		word = atomic_load_explicit(wait_word((struct range_lock *)n),
+					    memory_order_relaxed);
+		fprintf(out, "  [%llu, %llu] %s %s seq=%llu blocking=%u tid=%u\n",
+			(unsigned long long)n->start, (unsigned long long)n->last,
+			is_reader(n) ? "read " : "write",
+			(word >> 1) ? "waiting" : "held   ",
+			(unsigned long long)n->seqnum, word >> 1, n->owner_tid);
+	}
+	tree_unlock(tree);
+}

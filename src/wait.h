@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wait/wake backend: block while a 32-bit word holds an expected value,
+ * and wake a thread blocked on a word.  One contract, two implementations
+ * chosen at configure time: Linux private futexes (wait_futex.c) and a
+ * POSIX parking lot of per-thread semaphores (wait_posix.c).
+ *
+ * rl_wait() returns
+ *   0          woken, or spuriously: the caller must look at the word again;
+ *   -EAGAIN    the word did not hold @expected on entry;
+ *   -EINTR     a signal handler ran (always reported, with or without
+ *              SA_RESTART, when RL_WAIT_INTERRUPTIBLE is set; may also be
+ *              returned without it, and then means "look again");
+ *   -ETIMEDOUT @abstime (on @clockid) has passed.
+ * The backend gives no memory ordering: callers read the word with acquire
+ * order and writers change it with release order before they wake.
+ *
+ * RL_WAIT_CANCELLABLE makes the wait a pthread cancellation point; without it
+ * the wait is never one.  A cancelled waiter unwinds out of rl_wait() with
+ * nothing of the backend's left behind.
+ */
+#ifndef RANGELOCK_WAIT_H
+#define RANGELOCK_WAIT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#define RL_WAIT_INTERRUPTIBLE 1u
+#define RL_WAIT_CANCELLABLE   2u
+
+int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
+	    const struct timespec *abstime, unsigned flags);
+void rl_wake_one(_Atomic uint32_t *word);
+
+/* A deadline far enough away to mean "never", on CLOCK_MONOTONIC; used when
+ * a wait must be timed only so that the kernel reports every signal. */
+void rl_far_deadline(struct timespec *ts);
+
+static inline void rl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+#endif /* RANGELOCK_WAIT_H */

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Wait/wake backend for systems without futex: a parking lot (see wait.h for
+ * the contract).  Each word hashes to a bucket with a mutex and a list of
+ * parked threads; each thread sleeps on its own POSIX semaphore.
+ *
+ * No lost wake-up, for the same reason as with a futex: a waiter compares
+ * the word with @expected under the bucket mutex before it parks, and a
+ * waker changes the word before it takes the bucket mutex to unpark.
+ *
+ * The parked record lives on the waiter's stack; the waker dequeues it and
+ * posts the semaphore under the bucket mutex, and the waiter takes the same
+ * mutex before it returns, so nobody touches a record or a semaphore after
+ * its thread has left.  A post that arrives after the waiter gave up (timeout,
+ * signal) is drained under the mutex, so every sem_wait() return is ours.
+ *
+ * sem_timedwait() reports every signal handler with EINTR (it is a timed
+ * futex wait inside), so interruptible waits use it with a far deadline.
+ * sem_wait()/sem_timedwait() are cancellation points: cancellation is
+ * disabled around them unless the wait is RL_WAIT_CANCELLABLE, in which case
+ * a cleanup handler unparks the record.
+ */
+#include "wait.h"
+
+#if !RANGELOCK_USE_FUTEX
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define NR_BUCKETS 256
+
+struct parked {
+	_Atomic uint32_t *word;
+	sem_t *sem;
+	struct parked *next;
+	bool queued;
+};
+
+struct bucket {
+	pthread_mutex_t mutex;
+	struct parked *head;
+};
+
+static struct bucket buckets[NR_BUCKETS] = {
+	[0 ... NR_BUCKETS - 1] = { PTHREAD_MUTEX_INITIALIZER, NULL },
+};
+
+static _Thread_local sem_t thread_sem;
+static _Thread_local bool thread_sem_ready;
+
+static struct bucket *bucket_of(_Atomic uint32_t *word)
+{
+	uintptr_t a = (uintptr_t)word;
+	return &buckets[((a >> 2) ^ (a >> 12)) % NR_BUCKETS];
+}
+
+static void unlink_parked(struct bucket *b, struct parked *me)
+{
+	struct parked **pp;
+
+	for (pp = &b->head; *pp; pp = &(*pp)->next) {
+		if (*pp == me) {
+			*pp = me->next;
+			break;
+		}
+	}
+	me->queued = false;
+}
+
+/* Leave the bucket: unpark if nobody did, else drain the post we got. */
+static void leave_bucket(struct bucket *b, struct parked *me, bool got_post)
+{
+	pthread_mutex_lock(&b->mutex);
+	if (me->queued)
+		unlink_parked(b, me);
+	else if (!got_post)
+		while (sem_trywait(me->sem) != 0 && errno == EINTR)
+			;
+	pthread_mutex_unlock(&b->mutex);
+}
+
+struct cancel_ctx {
+	struct bucket *b;
+	struct parked *me;
+};
+
+static void unpark_on_cancel(void *arg)
+{
+	struct cancel_ctx *c = arg;
+	leave_bucket(c->b, c->me, false);
+}
+
+void rl_far_deadline(struct timespec *ts)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += 1000000;
+}
+
+/* sem_timedwait() wants CLOCK_REALTIME: translate a monotonic deadline. */
+static void to_realtime(clockid_t clockid, const struct timespec *abstime,
+			struct timespec *out)
+{
+	struct timespec now_c, now_rt;
+	long long ns;
+
+	if (clockid == CLOCK_REALTIME) {
+		*out = *abstime;
+		return;
+	}
+	clock_gettime(clockid, &now_c);
+	clock_gettime(CLOCK_REALTIME, &now_rt);
+	ns = (long long)(abstime->tv_sec - now_c.tv_sec) * 1000000000LL +
+	     (abstime->tv_nsec - now_c.tv_nsec);
+	if (ns < 0)
+		ns = 0;
+	ns += now_rt.tv_nsec;
+	out->tv_sec = now_rt.tv_sec + ns / 1000000000LL;
+	out->tv_nsec = ns % 1000000000LL;
+}
+
+static bool deadline_passed(clockid_t clockid, const struct timespec *abstime)
+{
+	struct timespec now;
+
+	clock_gettime(clockid, &now);
+	return now.tv_sec > abstime->tv_sec ||
+	       (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
+}
+
+int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
+	    const struct timespec *abstime, unsigned flags)
+{
+	struct bucket *b = bucket_of(word);
+	struct parked me;
+	struct timespec far, rt;
+	int r, err = 0, oldstate;
+
+	if (!thread_sem_ready) {
+		sem_init(&thread_sem, 0, 0);
+		thread_sem_ready = true;
+	}
+	if (!abstime && (flags & RL_WAIT_INTERRUPTIBLE)) {
+		rl_far_deadline(&far);
+		abstime = &far;
+		clockid = CLOCK_MONOTONIC;
+	}
+
+	pthread_mutex_lock(&b->mutex);
+	if (atomic_load_explicit(word, memory_order_relaxed) != expected) {
+		pthread_mutex_unlock(&b->mutex);
+		return -EAGAIN;
+	}
+	me.word = word;
+	me.sem = &thread_sem;
+	me.next = b->head;
+	me.queued = true;
+	b->head = &me;
+	pthread_mutex_unlock(&b->mutex);
+
+	if (flags & RL_WAIT_CANCELLABLE) {
+		struct cancel_ctx ctx = { b, &me };
+		pthread_cleanup_push(unpark_on_cancel, &ctx);
+		if (abstime) {
+			to_realtime(clockid, abstime, &rt);
+			r = sem_timedwait(&thread_sem, &rt);
+		} else {
+			r = sem_wait(&thread_sem);
+		}
+		err = r ? errno : 0;
+		pthread_cleanup_pop(0);
+	} else {
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
+		if (abstime) {
+			to_realtime(clockid, abstime, &rt);
+			r = sem_timedwait(&thread_sem, &rt);
+		} else {
+			r = sem_wait(&thread_sem);
+		}
+		err = r ? errno : 0;
+		pthread_setcancelstate(oldstate, NULL);
+	}
+	leave_bucket(b, &me, r == 0);
+
+	if (err == EINTR)
+		return -EINTR;
+	if (err == ETIMEDOUT) {
+		/* The realtime clock may have jumped: trust only @clockid. */
+		if (abstime == &far || !deadline_passed(clockid, abstime))
+			return 0;
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+void rl_wake_one(_Atomic uint32_t *word)
+{
+	struct bucket *b = bucket_of(word);
+	struct parked *p;
+
+	pthread_mutex_lock(&b->mutex);
+	for (p = b->head; p; p = p->next) {
+		if (p->word == word) {
+			unlink_parked(b, p);
+			sem_post(p->sem);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&b->mutex);
+}
+
+#endif /* !RANGELOCK_USE_FUTEX */
