@@ -649,10 +649,10 @@ static void unlock_common(const char *call, struct range_lock_tree *tree,
 	tree_lock(tree);
 	check_held(call, tree, lock, reader);
 	rl_check_released(tree, lock);
-	remove_request(tree, lock, &wl);
 	st = tree->stats;
 	if (st)
-		STAT_ADD(st, held_now, -1);
+		STAT_ADD(st, held_now, -1); /* before the grants it makes */
+	remove_request(tree, lock, &wl);
 	tree_unlock(tree);
 	wake_list_flush(&wl);
 }

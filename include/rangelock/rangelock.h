@@ -55,6 +55,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h> /* clockid_t */
 #include <time.h>
 
 #include <rangelock/rangelock_export.h>

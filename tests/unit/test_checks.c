@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The checking mode's detections, each triggered in a child process whose
+ * stderr is captured: self-deadlock, lock-order inversion across trees
+ * (honouring _nested subclasses), a thread exiting with ranges held.  And
+ * the silences: trylock/timedlock on one's own range just fail, correct
+ * nesting reports nothing.
+ */
+#include "test_util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+struct child_result {
+	int status;
+	char out[2048];
+};
+
+static void run_child(void (*fn)(void), struct child_result *res)
+{
+	int pipefd[2];
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	assert_int_equal(pipe(pipefd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		alarm(10); /* a check that fails to fire would hang: SIGALRM */
+		fn();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	while ((n = read(pipefd[0], res->out + got, sizeof(res->out) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(pipefd[0]);
+	waitpid(pid, &res->status, 0);
+}
+
+static void expect_text(const struct child_result *r, const char *needle)
+{
+	if (!strstr(r->out, needle))
+		fail_msg("child stderr '%s' lacks '%s'", r->out, needle);
+}
+
+static struct range_lock_tree tree_a, tree_b;
+
+static void self_deadlock(void)
+{
+	struct range_lock held, again;
+	range_lock_init(&held, 10, 20);
+	range_lock_init(&again, 15, 30);
+	range_write_lock(&tree_a, &held);
+	range_read_lock(&tree_a, &again); /* would wait for itself forever */
+}
+
+static void test_self_deadlock_stopped(void **state)
+{
+	(void)state;
+	struct child_result r;
+
+	run_child(self_deadlock, &r);
+	assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT);
+	expect_text(&r, "self-deadlock");
+	expect_text(&r, "range_read_lock on [15, 30]");
+	expect_text(&r, "while it holds [10, 20] for writing");
+}
+
+static void own_range_try_and_timed(void)
+{
+	struct range_lock held, again, reader2;
+	struct timespec ts;
+
+	range_lock_init(&held, 10, 20);
+	range_lock_init(&again, 15, 30);
+	range_write_lock(&tree_a, &held);
+	if (range_read_trylock(&tree_a, &again) != 0)
+		_exit(3);
+	deadline_in(CLOCK_MONOTONIC, 20, &ts);
+	if (range_write_timedlock(&tree_a, &again, CLOCK_MONOTONIC, &ts) != -ETIMEDOUT)
+		_exit(4);
+	range_write_unlock(&tree_a, &held);
+	/* Readers may nest on their own ranges: no conflict, no report. */
+	range_read_lock(&tree_a, &held);
+	range_lock_init(&reader2, 12, 40);
+	range_read_lock(&tree_a, &reader2);
+	range_read_unlock(&tree_a, &reader2);
+	range_read_unlock(&tree_a, &held);
+}
+
+static void test_try_and_timed_just_fail(void **state)
+{
+	(void)state;
+	struct child_result r;
+
+	run_child(own_range_try_and_timed, &r);
+	assert_true(WIFEXITED(r.status));
+	assert_int_equal(WEXITSTATUS(r.status), 0);
+	assert_string_equal(r.out, "");
+}
+
+/* Not static, and the binary exports its symbols: the report names them. */
+void take_ab(void);
+void take_ba(void);
+
+void take_ab(void)
+{
+	struct range_lock a, b;
+	range_lock_init(&a, 0, 9);
+	range_lock_init(&b, 0, 9);
+	range_write_lock(&tree_a, &a);
+	range_write_lock(&tree_b, &b);
+	range_write_unlock(&tree_b, &b);
+	range_write_unlock(&tree_a, &a);
+}
+
+void take_ba(void)
+{
+	struct range_lock a, b;
+	range_lock_init(&a, 0, 9);
+	range_lock_init(&b, 0, 9);
+	range_read_lock(&tree_b, &b);
+	range_read_lock(&tree_a, &a);
+	range_read_unlock(&tree_a, &a);
+	range_read_unlock(&tree_b, &b);
+}
+
+static void abba(void)
+{
+	take_ab();
+	take_ba();
+}
+
+static void abba_nested(void)
+{
+	struct range_lock a, b;
+
+	take_ab();
+	/* B then A again, but A annotated as a deliberate nesting level. */
+	range_lock_init(&a, 0, 9);
+	range_lock_init(&b, 0, 9);
+	range_write_lock(&tree_b, &b);
+	range_write_lock_nested(&tree_a, &a, 1);
+	range_write_unlock(&tree_a, &a);
+	range_write_unlock(&tree_b, &b);
+}
+
+static void same_order_twice(void)
+{
+	take_ab();
+	take_ab();
+}
+
+static void test_lock_order_inversion(void **state)
+{
+	(void)state;
+	struct child_result r;
+
+	run_child(abba, &r);
+	assert_true(WIFEXITED(r.status));
+	expect_text(&r, "lock order inversion (ABBA)");
+	expect_text(&r, "take_ab"); /* both call sites are named */
+	expect_text(&r, "take_ba");
+
+	run_child(abba_nested, &r);
+	assert_true(WIFEXITED(r.status));
+	assert_string_equal(r.out, "");
+
+	run_child(same_order_twice, &r);
+	assert_true(WIFEXITED(r.status));
+	assert_string_equal(r.out, "");
+}
+
+static void *exit_holding(void *arg)
+{
+	static struct range_lock leaked;
+	(void)arg;
+	range_lock_init(&leaked, 40, 49);
+	range_read_lock(&tree_a, &leaked);
+	return NULL;
+}
+
+static void *exit_clean(void *arg)
+{
+	struct range_lock r;
+	(void)arg;
+	range_lock_init(&r, 40, 49);
+	range_read_lock(&tree_a, &r);
+	range_read_unlock(&tree_a, &r);
+	return NULL;
+}
+
+static void thread_exits_holding(void)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, exit_clean, NULL);
+	pthread_join(t, NULL);
+	pthread_create(&t, NULL, exit_holding, NULL);
+	pthread_join(t, NULL);
+}
+
+static void test_thread_exit_holding(void **state)
+{
+	(void)state;
+	struct child_result r;
+
+	run_child(thread_exits_holding, &r);
+	assert_true(WIFEXITED(r.status));
+	expect_text(&r, "exits holding [40, 49]");
+	assert_null(strstr(r.out, "exits holding [40, 49]\n")); /* the site follows */
+	/* Exactly one report: the clean thread said nothing. */
+	assert_null(strstr(strstr(r.out, "exits holding") + 1, "exits holding"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_self_deadlock_stopped),
+		cmocka_unit_test(test_try_and_timed_just_fail),
+		cmocka_unit_test(test_lock_order_inversion),
+		cmocka_unit_test(test_thread_exit_holding),
+	};
+
+	range_lock_tree_init(&tree_a);
+	range_lock_tree_init(&tree_b);
+	watchdog(120);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,937 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The semantics of every public call, with real threads.  Built three times:
+ * against librangelock as configured, against the forced POSIX backend and
+ * against the checking mode (see CMakeLists.txt).
+ */
+#include "test_util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+/* ---- a thread that makes one lock call and holds until told ----------- */
+
+enum call {
+	C_READ, C_WRITE, C_READ_INTR, C_WRITE_INTR, C_READ_KILL, C_WRITE_KILL,
+	C_READ_TIMED, C_WRITE_TIMED,
+};
+
+struct locker {
+	struct range_lock_tree *tree;
+	struct range_lock req;
+	uint64_t start, last;
+	enum call call;
+	clockid_t clk;
+	long timeout_ms;
+	atomic_int done;      /* the lock call returned */
+	int ret;
+	int order;            /* 1, 2, ...: position among acquisitions */
+	atomic_int release;   /* main thread: unlock now */
+	atomic_int released;
+	pthread_t th;
+};
+
+static atomic_int order_counter;
+
+static bool is_read_call(enum call c)
+{
+	return c == C_READ || c == C_READ_INTR || c == C_READ_KILL || c == C_READ_TIMED;
+}
+
+static void *locker_main(void *arg)
+{
+	struct locker *l = arg;
+	struct timespec ts;
+	int r = 0;
+
+	range_lock_init(&l->req, l->start, l->last);
+	switch (l->call) {
+	case C_READ: range_read_lock(l->tree, &l->req); break;
+	case C_WRITE: range_write_lock(l->tree, &l->req); break;
+	case C_READ_INTR: r = range_read_lock_interruptible(l->tree, &l->req); break;
+	case C_WRITE_INTR: r = range_write_lock_interruptible(l->tree, &l->req); break;
+	case C_READ_KILL: r = range_read_lock_killable(l->tree, &l->req); break;
+	case C_WRITE_KILL: r = range_write_lock_killable(l->tree, &l->req); break;
+	case C_READ_TIMED:
+		deadline_in(l->clk, l->timeout_ms, &ts);
+		r = range_read_timedlock(l->tree, &l->req, l->clk, &ts);
+		break;
+	case C_WRITE_TIMED:
+		deadline_in(l->clk, l->timeout_ms, &ts);
+		r = range_write_timedlock(l->tree, &l->req, l->clk, &ts);
+		break;
+	}
+	/* Holding: the wait below must not be cancelled (nanosleep is a
+	 * cancellation point), or a cancelled holder would keep its range. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	l->ret = r;
+	if (r == 0)
+		l->order = atomic_fetch_add(&order_counter, 1) + 1;
+	atomic_store(&l->done, 1);
+	if (r != 0)
+		return NULL;
+	while (!atomic_load(&l->release))
+		sleep_ms(1);
+	if (is_read_call(l->call))
+		range_read_unlock(l->tree, &l->req);
+	else
+		range_write_unlock(l->tree, &l->req);
+	atomic_store(&l->released, 1);
+	return NULL;
+}
+
+static void start_timed(struct locker *l, struct range_lock_tree *tree, enum call c,
+			uint64_t start, uint64_t last, long timeout_ms)
+{
+	memset(l, 0, sizeof(*l));
+	l->tree = tree;
+	l->call = c;
+	l->start = start;
+	l->last = last;
+	l->clk = CLOCK_MONOTONIC;
+	l->timeout_ms = timeout_ms;
+	pthread_create(&l->th, NULL, locker_main, l);
+}
+
+static void start(struct locker *l, struct range_lock_tree *tree, enum call c,
+		  uint64_t s, uint64_t e)
+{
+	start_timed(l, tree, c, s, e, 100);
+}
+
+/* Start a locker and wait until it either holds or waits in the tree. */
+static void start_waiting(struct locker *l, struct range_lock_tree *tree,
+			  enum call c, uint64_t s, uint64_t e, uint64_t waiters)
+{
+	start(l, tree, c, s, e);
+	assert_true(wait_for_waiters(tree, waiters));
+}
+
+static bool wait_done(struct locker *l)
+{
+	for (int i = 0; i < 5000 && !atomic_load(&l->done); i++)
+		sleep_ms(1);
+	return atomic_load(&l->done);
+}
+
+static void finish(struct locker *l)
+{
+	atomic_store(&l->release, 1);
+	pthread_join(l->th, NULL);
+}
+
+static struct range_lock_stats stats_storage;
+
+static void new_tree(struct range_lock_tree *tree)
+{
+	range_lock_tree_init(tree);
+	assert_int_equal(range_lock_tree_enable_stats(tree, &stats_storage), 0);
+	atomic_store(&order_counter, 0);
+}
+
+/* ---- setup calls ------------------------------------------------------ */
+
+static void test_init_and_destroy(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock a, b;
+	DEFINE_RANGE_LOCK(c, 5, 9);
+	DEFINE_RANGE_LOCK_FULL(d);
+	static DEFINE_RANGE_LOCK_TREE(static_tree);
+
+	range_lock_tree_init(&tree);
+	assert_int_equal(range_lock_init(&a, 10, 9), -EINVAL);
+	assert_int_equal(range_lock_init(&a, 3, 3), 0);
+	assert_int_equal(range_lock_init(&b, 0, RANGE_LOCK_FULL), 0);
+	assert_int_equal(c.start, 5);
+	assert_int_equal(c.last, 9);
+	assert_true(d.last == RANGE_LOCK_FULL);
+	range_lock_init_full(&b);
+	assert_true(b.start == 0 && b.last == UINT64_MAX);
+
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	range_write_lock(&tree, &a);
+	assert_int_equal(range_lock_tree_destroy(&tree), -EBUSY);
+	range_write_unlock(&tree, &a);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
+	/* A statically initialised tree and request work as they are. */
+	range_write_lock(&static_tree, &c);
+	assert_int_equal(range_write_trylock(&static_tree, &d), 0);
+	range_write_unlock(&static_tree, &c);
+	assert_int_equal(range_write_trylock(&static_tree, &d), 1);
+	range_write_unlock(&static_tree, &d);
+	assert_int_equal(range_lock_tree_destroy(&static_tree), 0);
+
+	/* A request may be used again after its unlock. */
+	for (int i = 0; i < 3; i++) {
+		range_read_lock(&tree, &a);
+		range_read_unlock(&tree, &a);
+	}
+	assert_string_equal(rangelock_version(), RANGELOCK_VERSION_STRING);
+	assert_int_equal(sizeof(struct range_lock), 64);
+	assert_int_equal(sizeof(struct range_lock_tree), 64);
+}
+
+/* ---- trylock ---------------------------------------------------------- */
+
+static void test_trylock_rules(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock r1, r2, w1, w2, x;
+
+	range_lock_tree_init(&tree);
+	range_lock_init(&r1, 0, 9);
+	range_lock_init(&r2, 5, 15);
+	assert_int_equal(range_read_trylock(&tree, &r1), 1);
+	assert_int_equal(range_read_trylock(&tree, &r2), 1); /* readers share */
+
+	range_lock_init(&w1, 9, 9); /* touches r1 and r2 at one unit */
+	assert_int_equal(range_write_trylock(&tree, &w1), 0);
+	range_lock_init(&w1, 16, 20); /* adjacent, not overlapping */
+	assert_int_equal(range_write_trylock(&tree, &w1), 1);
+	range_lock_init(&x, 20, 20);
+	assert_int_equal(range_read_trylock(&tree, &x), 0);
+	assert_int_equal(range_write_trylock(&tree, &x), 0);
+	range_lock_init(&w2, 21, RANGE_LOCK_FULL);
+	assert_int_equal(range_write_trylock(&tree, &w2), 1);
+	range_lock_init_full(&x);
+	assert_int_equal(range_read_trylock(&tree, &x), 0);
+
+	range_read_unlock(&tree, &r1);
+	range_read_unlock(&tree, &r2);
+	range_write_unlock(&tree, &w1);
+	range_write_unlock(&tree, &w2);
+	/* Nothing was left behind by the failed trylocks. */
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	assert_int_equal(range_write_trylock(&tree, &x), 1);
+	range_write_unlock(&tree, &x);
+}
+
+/* A waiting writer counts for trylock: no stealing. */
+static void test_trylock_no_stealing(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock r, probe;
+	struct locker w;
+
+	new_tree(&tree);
+	range_lock_init(&r, 0, 9);
+	range_read_lock(&tree, &r);
+	start_waiting(&w, &tree, C_WRITE, 5, 20, 1);
+
+	range_lock_init(&probe, 0, 3); /* intersects only the held reader */
+	assert_int_equal(range_read_trylock(&tree, &probe), 1);
+	range_read_unlock(&tree, &probe);
+	range_lock_init(&probe, 15, 15); /* intersects the waiting writer */
+	assert_int_equal(range_read_trylock(&tree, &probe), 0);
+	range_lock_init(&probe, 21, 30); /* intersects nothing */
+	assert_int_equal(range_write_trylock(&tree, &probe), 1);
+	range_write_unlock(&tree, &probe);
+
+	range_read_unlock(&tree, &r);
+	assert_true(wait_done(&w));
+	finish(&w);
+	assert_int_equal(w.ret, 0);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/* ---- exclusion and ordering ------------------------------------------- */
+
+static void test_writer_waits_for_intersecting(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock held, other;
+	struct locker w;
+
+	new_tree(&tree);
+	range_lock_init(&held, 0, 99);
+	range_read_lock(&tree, &held);
+	start_waiting(&w, &tree, C_WRITE, 50, 60, 1);
+	sleep_ms(50);
+	assert_false(atomic_load(&w.done));
+
+	/* A request that overlaps nothing is never blocked, even now. */
+	range_lock_init(&other, 100, 200);
+	range_write_lock(&tree, &other);
+	range_write_unlock(&tree, &other);
+
+	range_read_unlock(&tree, &held);
+	assert_true(wait_done(&w));
+	finish(&w);
+	assert_int_equal(w.ret, 0);
+	assert_int_equal(nr_waiting(&tree), 0);
+}
+
+/* Conflicting requests are granted in arrival order; a reader behind a
+ * waiting writer waits behind it. */
+static void test_fifo_and_reader_behind_writer(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock held;
+	struct locker w1, r1, w2, r2;
+
+	new_tree(&tree);
+	range_lock_init(&held, 0, 9);
+	range_read_lock(&tree, &held);
+	start_waiting(&w1, &tree, C_WRITE, 0, 9, 1);   /* waits for held */
+	start_waiting(&r1, &tree, C_READ, 5, 5, 2);    /* behind w1 */
+	start_waiting(&w2, &tree, C_WRITE, 0, 0, 3);   /* behind w1 */
+	start_waiting(&r2, &tree, C_READ, 5, 9, 4);    /* behind w1 */
+	sleep_ms(30);
+	assert_false(atomic_load(&r1.done));
+	assert_false(atomic_load(&r2.done));
+
+	range_read_unlock(&tree, &held);
+	assert_true(wait_done(&w1));
+	sleep_ms(30);
+	assert_false(atomic_load(&r1.done));
+	assert_false(atomic_load(&w2.done));
+	finish(&w1);
+	/* r1 and r2 (readers, both behind w1 only) run; w2 is disjoint from
+	 * r1 but arrived before r2? No: w2 [0,0] and r2 [5,9] do not
+	 * intersect, so each waits only for w1. */
+	assert_true(wait_done(&r1));
+	assert_true(wait_done(&w2));
+	assert_true(wait_done(&r2));
+	finish(&r1);
+	finish(&w2);
+	finish(&r2);
+	assert_int_equal(w1.order, 1);
+	assert_true(r1.order > 1 && w2.order > 1 && r2.order > 1);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/* Writers on the same range are granted strictly in arrival order. */
+static void test_fifo_writers(void **state)
+{
+	(void)state;
+	enum { N = 6 };
+	struct range_lock_tree tree;
+	struct range_lock held;
+	struct locker w[N];
+
+	new_tree(&tree);
+	range_lock_init(&held, 0, 0);
+	range_write_lock(&tree, &held);
+	for (int i = 0; i < N; i++)
+		start_waiting(&w[i], &tree, (i & 1) ? C_READ : C_WRITE, 0, 10 + i,
+			      (uint64_t)i + 1);
+	range_write_unlock(&tree, &held);
+	for (int i = 0; i < N; i++) {
+		assert_true(wait_done(&w[i]));
+		/* The next one cannot get in while this one holds. */
+		if (i + 1 < N) {
+			sleep_ms(5);
+			assert_false(atomic_load(&w[i + 1].done));
+		}
+		finish(&w[i]);
+	}
+	for (int i = 0; i < N; i++)
+		assert_int_equal(w[i].order, i + 1);
+}
+
+/* ---- downgrade -------------------------------------------------------- */
+
+static void test_downgrade(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock held;
+	struct locker r1, r2, w2, r3;
+
+	new_tree(&tree);
+	range_lock_init(&held, 0, 99);
+	range_write_lock(&tree, &held);
+	start_waiting(&r1, &tree, C_READ, 0, 9, 1);
+	start_waiting(&w2, &tree, C_WRITE, 20, 29, 2);
+	start_waiting(&r2, &tree, C_READ, 50, 59, 3);
+	start_waiting(&r3, &tree, C_READ, 25, 25, 4); /* behind w2 */
+
+	range_downgrade_write(&tree, &held);
+	assert_true(wait_done(&r1));
+	assert_true(wait_done(&r2));
+	sleep_ms(30);
+	assert_false(atomic_load(&w2.done)); /* still waits for our read hold */
+	assert_false(atomic_load(&r3.done)); /* waits behind w2 */
+
+	range_read_unlock(&tree, &held);
+	assert_true(wait_done(&w2));
+	sleep_ms(20);
+	assert_false(atomic_load(&r3.done));
+	finish(&w2);
+	assert_true(wait_done(&r3));
+	finish(&r1);
+	finish(&r2);
+	finish(&r3);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/* ---- signals ---------------------------------------------------------- */
+
+static atomic_int handler_runs;
+
+static void on_sigusr1(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&handler_runs, 1);
+}
+
+static void install_handler(bool restart)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigusr1;
+	sa.sa_flags = restart ? SA_RESTART : 0;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
+static void interruptible_case(bool restart, enum call c)
+{
+	struct range_lock_tree tree;
+	struct range_lock held;
+	struct locker l, later;
+
+	install_handler(restart);
+	new_tree(&tree);
+	range_lock_init(&held, 0, 9);
+	range_write_lock(&tree, &held);
+	start_waiting(&l, &tree, c, 0, 9, 1);
+	start_waiting(&later, &tree, C_WRITE, 5, 15, 2); /* counted l */
+	sleep_ms(20);
+	pthread_kill(l.th, SIGUSR1);
+	assert_true(wait_done(&l));
+	finish(&l);
+	assert_int_equal(l.ret, -EINTR);
+	assert_int_equal(nr_waiting(&tree), 1);
+	/* The give-up released what l blocked: later now waits for held only. */
+	range_write_unlock(&tree, &held);
+	assert_true(wait_done(&later));
+	finish(&later);
+	assert_int_equal(later.ret, 0);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_interruptible_eintr(void **state)
+{
+	(void)state;
+	interruptible_case(true, C_WRITE_INTR);
+	interruptible_case(false, C_WRITE_INTR);
+	interruptible_case(true, C_READ_INTR);
+	interruptible_case(false, C_READ_INTR);
+}
+
+/* Plain, killable and timed calls never return early on signals. */
+static void test_signals_do_not_end_plain_waits(void **state)
+{
+	(void)state;
+	const enum call calls[] = { C_READ, C_WRITE, C_READ_KILL, C_WRITE_TIMED };
+
+	for (size_t k = 0; k < sizeof(calls) / sizeof(calls[0]); k++) {
+		for (int restart = 0; restart < 2; restart++) {
+			struct range_lock_tree tree;
+			struct range_lock held;
+			struct locker l;
+
+			install_handler(restart);
+			new_tree(&tree);
+			range_lock_init(&held, 0, 9);
+			range_write_lock(&tree, &held);
+			start_timed(&l, &tree, calls[k], 0, 9, 5000);
+			assert_true(wait_for_waiters(&tree, 1));
+			atomic_store(&handler_runs, 0);
+			for (int i = 0; i < 20; i++) {
+				pthread_kill(l.th, SIGUSR1);
+				sleep_ms(2);
+			}
+			assert_false(atomic_load(&l.done));
+			assert_true(atomic_load(&handler_runs) > 0);
+			range_write_unlock(&tree, &held);
+			assert_true(wait_done(&l));
+			finish(&l);
+			assert_int_equal(l.ret, 0);
+			assert_int_equal(range_lock_tree_destroy(&tree), 0);
+		}
+	}
+}
+
+/* ---- cancellation ----------------------------------------------------- */
+
+static void test_killable_cancel(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock held;
+	struct locker k, later;
+	void *res;
+
+	new_tree(&tree);
+	range_lock_init(&held, 0, 9);
+	range_write_lock(&tree, &held);
+	start_waiting(&k, &tree, C_WRITE_KILL, 0, 9, 1);
+	start_waiting(&later, &tree, C_READ, 0, 9, 2);
+	pthread_cancel(k.th);
+	pthread_join(k.th, &res);
+	assert_true(res == PTHREAD_CANCELED);
+	assert_false(atomic_load(&k.done));
+	assert_int_equal(nr_waiting(&tree), 1);
+	range_write_unlock(&tree, &held);
+	assert_true(wait_done(&later)); /* it no longer counts k */
+	finish(&later);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	assert_int_equal(stats_storage.gave_up_cancel, 1);
+}
+
+/* Cancellation racing the grant: the cancelled thread never keeps the
+ * range, nothing is left in the tree, nobody hangs. */
+static void test_killable_cancel_races_grant(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 200; i++) {
+		struct range_lock_tree tree;
+		struct range_lock held, probe;
+		struct locker k;
+		void *res;
+
+		new_tree(&tree);
+		range_lock_init(&held, 0, 9);
+		range_write_lock(&tree, &held);
+		start_waiting(&k, &tree, C_READ_KILL, 0, 9, 1);
+		if (i & 1) {
+			range_write_unlock(&tree, &held);
+			pthread_cancel(k.th);
+		} else {
+			pthread_cancel(k.th);
+			range_write_unlock(&tree, &held);
+		}
+		atomic_store(&k.release, 1);
+		pthread_join(k.th, &res);
+		/* Either it was cancelled while waiting, or it got the range
+		 * first and unlocked it (it is not a cancellation point then). */
+		assert_true(res == PTHREAD_CANCELED || atomic_load(&k.released));
+		range_lock_init_full(&probe);
+		assert_int_equal(range_write_trylock(&tree, &probe), 1);
+		range_write_unlock(&tree, &probe);
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
+/* ---- timeouts --------------------------------------------------------- */
+
+static void test_timedlock_validation(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock held, r;
+	struct timespec ts;
+
+	range_lock_tree_init(&tree);
+	range_lock_init(&r, 0, 9);
+	/* A free range is taken whatever the deadline says. */
+	ts.tv_sec = 0;
+	ts.tv_nsec = 0;
+	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), 0);
+	range_write_unlock(&tree, &r);
+	ts.tv_nsec = -1;
+	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_REALTIME, &ts), 0);
+	range_read_unlock(&tree, &r);
+
+	range_lock_init(&held, 5, 5);
+	range_write_lock(&tree, &held);
+	ts.tv_sec = 1;
+	ts.tv_nsec = -1;
+	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -EINVAL);
+	ts.tv_nsec = 1000000000L;
+	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -EINVAL);
+	ts.tv_sec = -1;
+	ts.tv_nsec = 0;
+	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_REALTIME, &ts), -EINVAL);
+	deadline_in(CLOCK_MONOTONIC, 10, &ts);
+	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_PROCESS_CPUTIME_ID, &ts), -EINVAL);
+	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, NULL), -EINVAL);
+	/* A passed deadline on a busy range: -ETIMEDOUT at once. */
+	ts.tv_sec = 0;
+	ts.tv_nsec = 0;
+	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
+	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_REALTIME, &ts), -ETIMEDOUT);
+	range_write_unlock(&tree, &held);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_timedlock_times_out(void **state)
+{
+	(void)state;
+	const clockid_t clocks[] = { CLOCK_MONOTONIC, CLOCK_REALTIME };
+
+	for (int c = 0; c < 2; c++) {
+		struct range_lock_tree tree;
+		struct range_lock held, r;
+		struct timespec ts;
+		uint64_t t0, t1;
+
+		range_lock_tree_init(&tree);
+		range_lock_init(&held, 0, 9);
+		range_lock_init(&r, 9, 19);
+		range_read_lock(&tree, &held);
+		t0 = mono_ns();
+		deadline_in(clocks[c], 60, &ts);
+		assert_int_equal(range_write_timedlock(&tree, &r, clocks[c], &ts), -ETIMEDOUT);
+		t1 = mono_ns();
+		assert_true(t1 - t0 >= 55000000u);
+		assert_true(t1 - t0 < 2000000000u);
+		/* The request left the tree: a writer on its range gets in. */
+		range_lock_init(&r, 10, 19);
+		assert_int_equal(range_write_trylock(&tree, &r), 1);
+		range_write_unlock(&tree, &r);
+		/* Granted before the deadline: 0. */
+		range_lock_init(&r, 9, 19);
+		deadline_in(clocks[c], 2000, &ts);
+		range_read_unlock(&tree, &held);
+		assert_int_equal(range_write_timedlock(&tree, &r, clocks[c], &ts), 0);
+		range_write_unlock(&tree, &r);
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
+/* ---- the give-up path un-accounts exactly the requests that counted it -- */
+
+/*
+ * held: writer [0,9].  g (gives up) arrives, then later reader r and later
+ * writer w, all on [0,9].  If g is a reader, r never counted g (readers do
+ * not block readers): g's give-up must not decrement r, or r would run
+ * while held still writes.  w counted g and must be decremented.
+ */
+static void giveup_case(enum call g_call, bool timeout)
+{
+	struct range_lock_tree tree;
+	struct range_lock held;
+	struct locker g, r, w;
+
+	install_handler(false);
+	new_tree(&tree);
+	range_lock_init(&held, 0, 9);
+	range_write_lock(&tree, &held);
+	start_timed(&g, &tree, g_call, 0, 9, timeout ? 150 : 100000);
+	assert_true(wait_for_waiters(&tree, 1));
+	start_waiting(&r, &tree, C_READ, 0, 9, 2);
+	start_waiting(&w, &tree, C_WRITE, 0, 9, 3);
+	if (!timeout)
+		pthread_kill(g.th, SIGUSR1);
+	assert_true(wait_done(&g));
+	assert_int_equal(g.ret, timeout ? -ETIMEDOUT : -EINTR);
+	finish(&g);
+	sleep_ms(30);
+	assert_false(atomic_load(&r.done)); /* held still writes */
+	assert_false(atomic_load(&w.done));
+	range_write_unlock(&tree, &held);
+	assert_true(wait_done(&r));
+	sleep_ms(30);
+	assert_false(atomic_load(&w.done)); /* w still waits for r */
+	finish(&r);
+	assert_true(wait_done(&w));
+	finish(&w);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_giveup_unaccounting(void **state)
+{
+	(void)state;
+	giveup_case(C_READ_TIMED, true);
+	giveup_case(C_WRITE_TIMED, true);
+	giveup_case(C_READ_INTR, false);
+	giveup_case(C_WRITE_INTR, false);
+}
+
+/* ---- misuse ends the process with a message ---------------------------- */
+
+static void expect_abort(void (*fn)(void), const char *needle)
+{
+	int pipefd[2], status;
+	char buf[512] = { 0 };
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(pipefd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		fn();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	while ((n = read(pipefd[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	if (!strstr(buf, needle))
+		print_error("stderr was: '%s', wanted '%s'\n", buf, needle);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	assert_non_null(strstr(buf, needle));
+}
+
+static struct range_lock_tree misuse_tree;
+
+static void unlock_not_held(void)
+{
+	struct range_lock r;
+	range_lock_init(&r, 3, 7);
+	range_write_unlock(&misuse_tree, &r);
+}
+
+static void read_unlock_of_write(void)
+{
+	struct range_lock r;
+	range_lock_init(&r, 3, 7);
+	range_write_lock(&misuse_tree, &r);
+	range_read_unlock(&misuse_tree, &r);
+}
+
+static void write_unlock_of_read(void)
+{
+	struct range_lock r;
+	range_lock_init(&r, 3, 7);
+	range_read_lock(&misuse_tree, &r);
+	range_write_unlock(&misuse_tree, &r);
+}
+
+static void downgrade_of_read(void)
+{
+	struct range_lock r;
+	range_lock_init(&r, 3, 7);
+	range_read_lock(&misuse_tree, &r);
+	range_downgrade_write(&misuse_tree, &r);
+}
+
+static void lock_twice(void)
+{
+	struct range_lock r;
+	range_lock_init(&r, 3, 7);
+	range_read_lock(&misuse_tree, &r);
+	range_read_lock(&misuse_tree, &r);
+}
+
+static void unlock_in_other_tree(void)
+{
+	struct range_lock_tree other;
+	struct range_lock r, s;
+	range_lock_tree_init(&other);
+	range_lock_init(&r, 3, 7);
+	range_lock_init(&s, 100, 107);
+	range_write_lock(&misuse_tree, &r);
+	range_write_lock(&other, &s);
+	range_write_unlock(&other, &r);
+}
+
+static void test_misuse_aborts(void **state)
+{
+	(void)state;
+	range_lock_tree_init(&misuse_tree);
+	expect_abort(unlock_not_held, "range_write_unlock([3, 7]): request is not in this tree");
+	expect_abort(read_unlock_of_write, "range_read_unlock([3, 7]): range is held for writing");
+	expect_abort(write_unlock_of_read, "range_write_unlock([3, 7]): range is held for reading");
+	expect_abort(downgrade_of_read, "range_downgrade_write([3, 7]): range is held for reading");
+	expect_abort(lock_twice, "range_read_lock([3, 7]): request is already in a tree");
+	expect_abort(unlock_in_other_tree, "range_write_unlock([3, 7]): request is not in this tree");
+}
+
+/* ---- requests on the stack, reused at once ----------------------------- */
+
+#define UNITS 64
+static atomic_int shadow_writers[UNITS], shadow_readers[UNITS];
+static atomic_int violations;
+static struct range_lock_tree stress_tree;
+
+static void *stress_worker(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+
+	for (int i = 0; i < 20000; i++) {
+		struct range_lock req; /* same stack slot every iteration */
+		uint64_t s = (uint64_t)rand_r(&seed) % UNITS;
+		uint64_t e = s + (uint64_t)rand_r(&seed) % 8;
+		bool reader = rand_r(&seed) % 3 == 0;
+
+		if (e >= UNITS)
+			e = UNITS - 1;
+		range_lock_init(&req, s, e);
+		if (reader)
+			range_read_lock(&stress_tree, &req);
+		else
+			range_write_lock(&stress_tree, &req);
+		for (uint64_t u = s; u <= e; u++) {
+			if (reader) {
+				atomic_fetch_add(&shadow_readers[u], 1);
+				if (atomic_load(&shadow_writers[u]))
+					atomic_fetch_add(&violations, 1);
+			} else {
+				if (atomic_fetch_add(&shadow_writers[u], 1) ||
+				    atomic_load(&shadow_readers[u]))
+					atomic_fetch_add(&violations, 1);
+			}
+		}
+		for (uint64_t u = s; u <= e; u++) {
+			if (reader)
+				atomic_fetch_sub(&shadow_readers[u], 1);
+			else
+				atomic_fetch_sub(&shadow_writers[u], 1);
+		}
+		if (reader)
+			range_read_unlock(&stress_tree, &req);
+		else
+			range_write_unlock(&stress_tree, &req);
+	}
+	return NULL;
+}
+
+static void test_stack_requests_stress(void **state)
+{
+	(void)state;
+	enum { T = 6 };
+	pthread_t th[T];
+
+	range_lock_tree_init(&stress_tree);
+	for (int i = 0; i < T; i++)
+		pthread_create(&th[i], NULL, stress_worker, (void *)(uintptr_t)(i + 1));
+	for (int i = 0; i < T; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(atomic_load(&violations), 0);
+	assert_int_equal(range_lock_tree_destroy(&stress_tree), 0);
+}
+
+/* ---- statistics and dump ---------------------------------------------- */
+
+static void test_stats(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock_stats st, other;
+	struct range_lock a, b, c, h;
+	struct locker w, t;
+	struct timespec ts;
+
+	range_lock_tree_init(&tree);
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, NULL), -EINVAL);
+	range_lock_init(&a, 0, 9);
+	range_read_lock(&tree, &a); /* before enabling: counted as held_now */
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &stats_storage), 0);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &stats_storage), 0);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &other), -EBUSY);
+	range_lock_tree_get_stats(&tree, &st);
+	assert_int_equal(st.held_now, 1);
+	assert_int_equal(st.read_acquired, 0);
+
+	range_lock_init(&b, 5, 5);
+	assert_int_equal(range_read_trylock(&tree, &b), 1);
+	range_lock_init(&c, 0, 0);
+	assert_int_equal(range_write_trylock(&tree, &c), 0);
+	range_lock_init(&h, 10, 10);
+	range_write_lock(&tree, &h);
+	ts.tv_sec = 0;
+	ts.tv_nsec = 0;
+	range_lock_init(&c, 9, 9);
+	assert_int_equal(range_write_timedlock(&tree, &c, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
+	start_waiting(&w, &tree, C_WRITE, 0, 3, 1);
+	range_lock_tree_get_stats(&tree, &st);
+	assert_int_equal(st.held_now, 3);
+	assert_int_equal(st.waiting_now, 1);
+	sleep_ms(20);
+	range_read_unlock(&tree, &a);
+	range_read_unlock(&tree, &b);
+	assert_true(wait_done(&w));
+	finish(&w);
+	install_handler(true);
+	start_waiting(&t, &tree, C_READ_INTR, 10, 10, 1);
+	pthread_kill(t.th, SIGUSR1);
+	assert_true(wait_done(&t));
+	finish(&t);
+
+	range_lock_tree_get_stats(&tree, &st);
+	assert_int_equal(st.read_acquired, 1);     /* b */
+	assert_int_equal(st.write_acquired, 2);    /* [10,10], w */
+	assert_int_equal(st.trylock_failed, 1);
+	assert_int_equal(st.contended, 3);         /* timed, w, t */
+	assert_int_equal(st.gave_up_timeout, 1);
+	assert_int_equal(st.gave_up_signal, 1);
+	assert_int_equal(st.gave_up_cancel, 0);
+	assert_true(st.wait_ns_total >= 20000000u);
+	assert_true(st.wait_ns_max >= 20000000u && st.wait_ns_max <= st.wait_ns_total);
+	assert_int_equal(st.held_now, 1);          /* [10,10] */
+	assert_int_equal(st.waiting_now, 0);
+	assert_int_equal(st.held_peak, 3);
+	assert_int_equal(st.waiting_peak, 1);
+
+	range_lock_tree_reset_stats(&tree);
+	range_lock_tree_get_stats(&tree, &st);
+	assert_int_equal(st.write_acquired, 0);
+	assert_int_equal(st.contended, 0);
+	assert_int_equal(st.held_now, 1);
+	assert_int_equal(st.held_peak, 1);
+	range_write_unlock(&tree, &h);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_dump(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock a;
+	struct locker w;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	new_tree(&tree);
+	range_lock_init(&a, 100, 199);
+	range_read_lock(&tree, &a);
+	start_waiting(&w, &tree, C_WRITE, 150, 250, 1);
+	f = open_memstream(&buf, &len);
+	range_lock_tree_dump(&tree, f);
+	fclose(f);
+	range_read_unlock(&tree, &a);
+	assert_true(wait_done(&w));
+	finish(&w);
+	assert_non_null(strstr(buf, "2 request(s)"));
+	assert_non_null(strstr(buf, "[100, 199] read  held    seq=0 blocking=0 tid="));
+	assert_non_null(strstr(buf, "[150, 250] write waiting seq=1 blocking=1 tid="));
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_init_and_destroy),
+		cmocka_unit_test(test_trylock_rules),
+		cmocka_unit_test(test_trylock_no_stealing),
+		cmocka_unit_test(test_writer_waits_for_intersecting),
+		cmocka_unit_test(test_fifo_and_reader_behind_writer),
+		cmocka_unit_test(test_fifo_writers),
+		cmocka_unit_test(test_downgrade),
+		cmocka_unit_test(test_interruptible_eintr),
+		cmocka_unit_test(test_signals_do_not_end_plain_waits),
+		cmocka_unit_test(test_killable_cancel),
+		cmocka_unit_test(test_killable_cancel_races_grant),
+		cmocka_unit_test(test_timedlock_validation),
+		cmocka_unit_test(test_timedlock_times_out),
+		cmocka_unit_test(test_giveup_unaccounting),
+		cmocka_unit_test(test_misuse_aborts),
+		cmocka_unit_test(test_stack_requests_stress),
+		cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_dump),
+	};
+
+	watchdog(240);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

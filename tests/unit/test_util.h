@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers for the threaded unit tests.  Rules: worker threads never call
+ * cmocka asserts (a failed assert off the main thread kills the binary with
+ * no message); they record what they saw and the main thread asserts after
+ * joining.  Every binary runs under a watchdog (alarm) and ctest's TIMEOUT.
+ */
+#ifndef TEST_UTIL_H
+#define TEST_UTIL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rangelock/rangelock.h>
+
+static inline void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void deadline_in(clockid_t clk, long ms, struct timespec *ts)
+{
+	clock_gettime(clk, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* Requests now waiting in @tree (statistics must be enabled). */
+static inline uint64_t nr_waiting(struct range_lock_tree *tree)
+{
+	struct range_lock_stats st;
+	if (range_lock_tree_get_stats(tree, &st))
+		return UINT64_MAX;
+	return st.waiting_now;
+}
+
+static inline uint64_t nr_held(struct range_lock_tree *tree)
+{
+	struct range_lock_stats st;
+	if (range_lock_tree_get_stats(tree, &st))
+		return UINT64_MAX;
+	return st.held_now;
+}
+
+/* Poll until @n requests wait in @tree; false after 5 s. */
+static inline bool wait_for_waiters(struct range_lock_tree *tree, uint64_t n)
+{
+	for (int i = 0; i < 5000; i++) {
+		if (nr_waiting(tree) == n)
+			return true;
+		sleep_ms(1);
+	}
+	return false;
+}
+
+static inline void watchdog(unsigned seconds)
+{
+	signal(SIGALRM, SIG_DFL);
+	alarm(seconds);
+}
+
+#endif
