@@ -240,6 +240,25 @@ static uint64_t ns_to_ticks(uint64_t ns)
 	return (uint64_t)((double)ns * ticks_per_ns + 0.5);
 }
 
+/*
+ * Interference from the rest of the machine: the time this thread spent
+ * runnable but waiting for a CPU (second field of schedstat, ns).  Reported
+ * beside the results as a share of the thread's time in the run, so a noisy
+ * repetition shows as such.  0 where schedstat is missing.
+ */
+static uint64_t runq_wait_ns(void)
+{
+	unsigned long long run, wait;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "%llu %llu", &run, &wait);
+	fclose(f);
+	return n == 2 ? (uint64_t)wait : 0;
+}
+
 static inline uint64_t xorshift64(uint64_t *s)
 {
 	uint64_t x = *s;
@@ -334,7 +353,7 @@ static int cmp_double(const void *a, const void *b)
 
 static double median_of(const double *v, int n)
 {
-	double s[MAX_REPS];
+	double s[2 * MAX_REPS];
 
 	if (n <= 0)
 		return NAN;
@@ -407,6 +426,7 @@ struct rec {
 	double frd[MAX_REPS], fwr[MAX_REPS];  /* min/max per-thread count, per kind */
 	uint64_t rmin[MAX_REPS], rmax[MAX_REPS], wmin[MAX_REPS], wmax[MAX_REPS];
 	double extra[MAX_REPS];      /* SEC_FILE: torn chunks */
+	double rq[MAX_REPS];         /* run-queue wait, % of thread time */
 	int nr, nw;                  /* reader / writer threads */
 	double ratio;                /* vs pthread_rwlock, > 1 is faster */
 	double pr_min, pr_max;       /* per-repetition paired ratios */
@@ -504,6 +524,7 @@ struct worker {
 	uint64_t dstart, dlast;   /* disjoint range */
 	uint64_t nread, nwrite;
 	uint64_t sink;
+	uint64_t runq_ns;
 };
 
 struct run {
@@ -539,6 +560,7 @@ static void *worker_main(void *arg)
 		range_lock_init(&req, start, last);
 
 	pthread_barrier_wait(&r->bar);
+	uint64_t rq0 = runq_wait_ns();
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		if (alt)
 			write = !write;
@@ -565,6 +587,7 @@ static void *worker_main(void *arg)
 		if (out)
 			work(out);
 	}
+	w->runq_ns = runq_wait_ns() - rq0;
 	w->nread = nread;
 	w->nwrite = nwrite;
 	w->sink = sink;
@@ -576,6 +599,7 @@ struct run_result {
 	uint64_t reads, writes;
 	uint64_t rmin, rmax, wmin, wmax;
 	int nr, nw;
+	double runq_pct;
 	bool exclusion_ok;
 };
 
@@ -586,7 +610,7 @@ static void run_workload(enum lock_kind kind, enum workload wl, enum ranges rg,
 {
 	struct run *r = aligned_alloc(CACHELINE, sizeof(*r));
 	struct worker *w = aligned_alloc(CACHELINE, sizeof(*w) * (size_t)nthreads);
-	uint64_t t0, t1, sum = 0;
+	uint64_t t0, t1, sum = 0, runq = 0;
 
 	if (!r || !w) {
 		perror("aligned_alloc");
@@ -643,6 +667,7 @@ static void run_workload(enum lock_kind kind, enum workload wl, enum ranges rg,
 	for (int i = 0; i < nthreads; i++) {
 		pthread_join(w[i].th, NULL);
 		res->reads += w[i].nread;
+		runq += w[i].runq_ns;
 		res->writes += w[i].nwrite;
 		if (w[i].role != ROLE_WRITE) {
 			res->nr++;
@@ -658,6 +683,7 @@ static void run_workload(enum lock_kind kind, enum workload wl, enum ranges rg,
 	if (!res->nr) res->rmin = 0;
 	if (!res->nw) res->wmin = 0;
 	res->secs = (double)(t1 - t0) / 1e9;
+	res->runq_pct = 100.0 * (double)runq / ((double)(t1 - t0) * nthreads);
 	for (uint64_t u = 0; u <= opt.pool; u++)
 		sum += r->slots[u].v;
 	res->exclusion_ok = sum == res->writes;
@@ -682,6 +708,7 @@ static void add_sample(struct rec *rc, const struct run_result *res)
 	rc->rd[k] = (double)res->reads / res->secs;
 	rc->wr[k] = (double)res->writes / res->secs;
 	rc->v[k] = rc->rd[k] + rc->wr[k];
+	rc->rq[k] = res->runq_pct;
 	rc->nr = res->nr;
 	rc->nw = res->nw;
 	rc->rmin[k] = res->rmin;
@@ -810,7 +837,10 @@ static int measure_uncontended(const enum lock_kind *kinds, int nk, const char *
 
 				progress("uncontended %s %s rep %d/%d", m ? "write" : "read",
 					 lk_name[kinds[k]], rep + 1, opt.reps);
-				rc->v[rc->n++] = uncontended_ns(kinds[k], m, opt.uncont_iters);
+				uint64_t q0 = runq_wait_ns(), t0 = now_ns();
+				rc->v[rc->n] = uncontended_ns(kinds[k], m, opt.uncont_iters);
+				rc->rq[rc->n++] = 100.0 * (double)(runq_wait_ns() - q0) /
+						  (double)(now_ns() - t0);
 			}
 	return first;
 }
@@ -911,7 +941,10 @@ static int measure_held(const char *tag)
 
 				progress("held %" PRIu64 " ranges, %s free unit, rep %d/%d",
 					 h[i].n, m ? "fixed" : "random", rep + 1, opt.reps);
-				rc->v[rc->n++] = held_cost(&h[i], m == 0, opt.held_iters);
+				uint64_t q0 = runq_wait_ns(), t0 = now_ns();
+				rc->v[rc->n] = held_cost(&h[i], m == 0, opt.held_iters);
+				rc->rq[rc->n++] = 100.0 * (double)(runq_wait_ns() - q0) /
+						  (double)(now_ns() - t0);
 			}
 	for (int i = 0; i < nh; i++)
 		held_free(&h[i]);
@@ -926,6 +959,7 @@ struct fworker {
 	int id, fd;
 	uint64_t rng;
 	uint64_t writes;
+	uint64_t runq_ns;
 	uint64_t *buf;
 };
 
@@ -964,6 +998,7 @@ static void *fworker_main(void *arg)
 	uint64_t seq = 0, writes = 0;
 
 	pthread_barrier_wait(&r->bar);
+	uint64_t rq0 = runq_wait_ns();
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		uint64_t c = (xorshift64(&w->rng) >> 4) % opt.file_chunks;
 		uint64_t off = c * chunk;
@@ -1016,18 +1051,20 @@ static void *fworker_main(void *arg)
 		}
 		writes++;
 	}
+	w->runq_ns = runq_wait_ns() - rq0;
 	w->writes = writes;
 	return NULL;
 }
 
 /* Returns the number of torn chunks; *secs, *writes out. */
-static uint64_t run_file(enum lock_kind kind, int nthreads, double *writes_per_s)
+static uint64_t run_file(enum lock_kind kind, int nthreads, double *writes_per_s,
+			 double *runq_pct)
 {
 	char path[4096];
 	struct frun *r = aligned_alloc(CACHELINE, sizeof(*r));
 	struct fworker *w = aligned_alloc(CACHELINE, sizeof(*w) * (size_t)nthreads);
 	const uint64_t size = opt.file_chunk * opt.file_chunks;
-	uint64_t t0, t1, total = 0, torn = 0;
+	uint64_t t0, t1, total = 0, torn = 0, runq = 0;
 	uint64_t *chunkbuf;
 	int fd;
 
@@ -1080,10 +1117,12 @@ static uint64_t run_file(enum lock_kind kind, int nthreads, double *writes_per_s
 	for (int i = 0; i < nthreads; i++) {
 		pthread_join(w[i].th, NULL);
 		total += w[i].writes;
+		runq += w[i].runq_ns;
 		close(w[i].fd);
 		free(w[i].buf);
 	}
 	*writes_per_s = (double)total / ((double)(t1 - t0) / 1e9);
+	*runq_pct = 100.0 * (double)runq / ((double)(t1 - t0) * nthreads);
 
 	/* Every chunk must hold one pattern (or still be zero). */
 	chunkbuf = aligned_alloc(4096, (size_t)opt.file_chunk);
@@ -1143,7 +1182,8 @@ static void measure_file(void)
 
 				progress("file %dthr %s rep %d/%d", threads, lk_name[kinds[k]],
 					 rep + 1, opt.reps);
-				rc->extra[rc->n] = (double)run_file(kinds[k], threads, &wps);
+				rc->extra[rc->n] = (double)run_file(kinds[k], threads, &wps,
+								    &rc->rq[rc->n]);
 				rc->v[rc->n++] = wps;
 			}
 	}
@@ -1240,11 +1280,16 @@ static void print_header(FILE *out)
 		sizeof(pthread_rwlock_t), sizeof(pthread_mutex_t));
 }
 
+static const struct rec *line_rec; /* the record print_line() reports runq of */
+
 static void print_line(FILE *out, const char *name, double med, double mean,
 		       double sd, const char *ratio)
 {
-	fprintf(out, "%-26s median: %12.1f, mean: %12.1f, stddev: %10.1f (%5.1f%%)%s\n",
+	fprintf(out, "%-26s median: %12.1f, mean: %12.1f, stddev: %10.1f (%5.1f%%)%s",
 		name, med, mean, sd, mean ? 100.0 * sd / mean : 0.0, ratio);
+	if (line_rec)
+		fprintf(out, ", runq: %4.1f%%", median_of(line_rec->rq, line_rec->n));
+	fprintf(out, "\n");
 }
 
 static void ratio_str(char *buf, size_t n, const struct rec *r)
@@ -1297,6 +1342,7 @@ static void print_throughput(FILE *out)
 					snprintf(name, sizeof(name), "%s-write-%dthr:",
 						 lk_short[r->lock], r->threads);
 					kind_ratio_str(rs, sizeof(rs), r, true);
+					line_rec = r;
 					print_line(out, name, median_of(r->wr, r->n),
 						   mean_of(r->wr, r->n), stddev_of(r->wr, r->n), rs);
 					snprintf(name, sizeof(name), "%s-read-%dthr:",
@@ -1311,6 +1357,7 @@ static void print_throughput(FILE *out)
 						 lk_short[r->lock], r->threads);
 				}
 				ratio_str(rs, sizeof(rs), r);
+				line_rec = r;
 				print_line(out, name, rec_median(r), mean_of(r->v, r->n),
 					   stddev_of(r->v, r->n), rs);
 			}
@@ -1364,6 +1411,7 @@ static void print_uncont(FILE *out)
 			snprintf(name, sizeof(name), "%s-%s:", lk_short[r->lock],
 				 m ? "write" : "read");
 			ratio_str(rs, sizeof(rs), r);
+			line_rec = r;
 			print_line(out, name, rec_median(r), mean_of(r->v, r->n),
 				   stddev_of(r->v, r->n), rs);
 		}
@@ -1406,6 +1454,7 @@ static void print_held(FILE *out)
 					 rec_median(r) / base);
 			else
 				rs[0] = 0;
+			line_rec = r;
 			print_line(out, name, rec_median(r), mean_of(r->v, r->n),
 				   stddev_of(r->v, r->n), rs);
 		}
@@ -1436,6 +1485,7 @@ static void print_file(FILE *out)
 		snprintf(rs, sizeof(rs), "%s, torn chunks: %.0f%s", rr,
 			 max_of(r->extra, r->n),
 			 r->lock == LK_NONE ? " (no lock: tearing expected)" : "");
+		line_rec = r;
 		print_line(out, name, rec_median(r), mean_of(r->v, r->n),
 			   stddev_of(r->v, r->n), rs);
 	}
@@ -1488,7 +1538,8 @@ static void write_csv(FILE *f)
 	fprintf(f, "section,scenario,workload,ranges,threads,lock,held,work_in_ns,"
 		"work_out_ns,metric,reps,median,mean,stddev,min,max,ratio,ratio_rep_min,"
 		"ratio_rep_max,read_median,write_median,readers,writers,read_fair_median,"
-		"read_fair_worst,write_fair_median,write_fair_worst\n");
+		"read_fair_worst,write_fair_median,write_fair_worst,runq_wait_pct_median,"
+		"runq_wait_pct_max\n");
 	for (int i = 0; i < nrecs; i++) {
 		struct rec *r = &recs[i];
 		bool tp = r->sec == SEC_THROUGHPUT;
@@ -1507,12 +1558,13 @@ static void write_csv(FILE *f)
 		else
 			fprintf(f, ",,,");
 		if (tp)
-			fprintf(f, "%.3f,%.3f,%d,%d,%.4f,%.4f,%.4f,%.4f\n",
+			fprintf(f, "%.3f,%.3f,%d,%d,%.4f,%.4f,%.4f,%.4f",
 				median_of(r->rd, r->n), median_of(r->wr, r->n), r->nr, r->nw,
 				median_of(r->frd, r->n), min_of(r->frd, r->n),
 				median_of(r->fwr, r->n), min_of(r->fwr, r->n));
 		else
-			fprintf(f, ",,,,,,,\n");
+			fprintf(f, ",,,,,,,");
+		fprintf(f, ",%.2f,%.2f\n", median_of(r->rq, r->n), max_of(r->rq, r->n));
 	}
 }
 
@@ -1604,6 +1656,13 @@ static void write_json(FILE *f)
 		json_num(f, stddev_of(r->v, r->n));
 		fprintf(f, ", \"ratio\": ");
 		json_num(f, r->has_ratio ? r->ratio : NAN);
+		fprintf(f, ", \"runq_wait_pct\": [");
+		for (int k = 0; k < r->n; k++) {
+			if (k)
+				fprintf(f, ", ");
+			json_num(f, r->rq[k]);
+		}
+		fprintf(f, "]");
 		if (r->sec == SEC_THROUGHPUT) {
 			fprintf(f, ", \"read_median\": ");
 			json_num(f, median_of(r->rd, r->n));
@@ -1685,7 +1744,21 @@ struct target_row {
 	bool met;
 	double goal;
 	bool at_most;
+	double rq_med, rq_max;   /* run-queue wait of both sides, % */
 };
+
+static void target_runq(struct target_row *t, const struct rec *a, const struct rec *b)
+{
+	double v[2 * MAX_REPS];
+	int n = 0;
+
+	for (int k = 0; k < a->n; k++)
+		v[n++] = a->rq[k];
+	for (int k = 0; b && k < b->n; k++)
+		v[n++] = b->rq[k];
+	t->rq_med = median_of(v, n);
+	t->rq_max = max_of(v, n);
+}
 
 static struct target_row trows[16];
 static int ntrows;
@@ -1714,6 +1787,7 @@ static void target_from_pair(const char *scenario, int i_rl, int i_rw, const cha
 	t->target = target;
 	t->goal = goal;
 	t->met = rl->ratio >= goal;
+	target_runq(t, rl, rw);
 }
 
 static int find_rec(enum section sec, const char *tag, enum lock_kind lock, int wl,
@@ -1813,6 +1887,7 @@ static void run_targets(FILE *out)
 			t->spread_hi = max_of(pr, n);
 			t->has_spread = true;
 			t->met = t->ratio <= 2.5;
+			target_runq(t, &recs[i100k], &recs[i1k]);
 		} else {
 			snprintf(t->rl, sizeof(t->rl), "not measured");
 			snprintf(t->rw, sizeof(t->rw), "n/a");
@@ -1842,6 +1917,7 @@ static void run_targets(FILE *out)
 		t->target = ">= 0.5 (min/max)";
 		t->goal = 0.5;
 		t->met = frl >= 0.5;
+		target_runq(t, rl, rw);
 	}
 
 	fprintf(out, "== Targets (issue 7): 2 threads on %d CPUs, median of %d interleaved "
@@ -1852,14 +1928,16 @@ static void run_targets(FILE *out)
 		"per-thread acquisitions within a kind, median over repetitions "
 		"[worst repetition]\n");
 	fprintf(out, "values: median (sd: standard deviation); spread: min..max of the per-repetition "
-		"paired ratios\n\n");
-	fprintf(out, "| %-46s | %-26s | %-26s | %6s | %-16s | %-4s | %-13s |\n",
+		"paired ratios\nrunq: time the measuring threads waited for a CPU "
+		"(other load), %% of their time, median/max over the row's runs\n\n");
+	fprintf(out, "| %-46s | %-26s | %-26s | %6s | %-16s | %-4s | %-13s | %-11s |\n",
 		"scenario", "librangelock", "pthread_rwlock", "ratio", "target", "met?",
-		"spread");
-	fprintf(out, "|%.*s|%.*s|%.*s|%.*s|%.*s|%.*s|%.*s|\n", 48,
+		"spread", "runq %");
+	fprintf(out, "|%.*s|%.*s|%.*s|%.*s|%.*s|%.*s|%.*s|%.*s|\n", 48,
 		"------------------------------------------------", 28,
 		"----------------------------", 28, "----------------------------", 8,
-		"--------", 18, "------------------", 6, "------", 15, "---------------");
+		"--------", 18, "------------------", 6, "------", 15, "---------------", 13,
+		"-------------");
 	for (i = 0; i < ntrows; i++) {
 		struct target_row *t = &trows[i];
 		char spread[32];
@@ -1868,9 +1946,12 @@ static void run_targets(FILE *out)
 			snprintf(spread, sizeof(spread), "%.2f..%.2f", t->spread_lo, t->spread_hi);
 		else
 			snprintf(spread, sizeof(spread), "n/a");
-		fprintf(out, "| %-46s | %-26s | %-26s | %6.2f | %-16s | %-4s | %-13s |\n",
+		char rq[32];
+
+		snprintf(rq, sizeof(rq), "%.1f/%.1f", t->rq_med, t->rq_max);
+		fprintf(out, "| %-46s | %-26s | %-26s | %6.2f | %-16s | %-4s | %-13s | %-11s |\n",
 			t->scenario, t->rl, t->rw, t->ratio, t->target,
-			t->met ? "yes" : "NO", spread);
+			t->met ? "yes" : "NO", spread, rq);
 	}
 	fprintf(out, "\n");
 
