@@ -453,19 +453,27 @@ static void withdraw_on_cancel(void *arg)
 	withdraw_request(w->tree, w->lock, GIVE_UP_CANCEL);
 }
 
+/* A cancellation point while it waits: cancelled, the request withdraws. */
+static int wait_loop_killable(struct waiter *w)
+{
+	int r;
+
+	pthread_cleanup_push(withdraw_on_cancel, w);
+	r = wait_loop(w);
+	pthread_cleanup_pop(0);
+	return r;
+}
+
 static int wait_for_grant(struct waiter *w)
 {
 	struct range_lock_stats *st = stats_of(w->tree);
 	uint64_t t0 = st ? now_ns() : 0;
 	int r;
 
-	if (w->kind == WAIT_KILLABLE) {
-		pthread_cleanup_push(withdraw_on_cancel, w);
+	if (w->kind == WAIT_KILLABLE)
+		r = wait_loop_killable(w);
+	else
 		r = wait_loop(w);
-		pthread_cleanup_pop(0);
-	} else {
-		r = wait_loop(w);
-	}
 	if (st)
 		stat_wait_time(st, now_ns() - t0);
 	return r;

@@ -93,6 +93,28 @@ static void unpark_on_cancel(void *arg)
 	leave_bucket(c->b, c->me, false);
 }
 
+/* Sleep on @sem until posted or @rt (CLOCK_REALTIME; NULL: no deadline);
+ * returns 0 or the errno. */
+static int sleep_on(sem_t *sem, const struct timespec *rt)
+{
+	int r = rt ? sem_timedwait(sem, rt) : sem_wait(sem);
+
+	return r ? errno : 0;
+}
+
+/* sleep_on() as a cancellation point that unparks @me when cancelled. */
+static int sleep_cancellable(struct bucket *b, struct parked *me,
+			     const struct timespec *rt)
+{
+	struct cancel_ctx ctx = { b, me };
+	int err;
+
+	pthread_cleanup_push(unpark_on_cancel, &ctx);
+	err = sleep_on(me->sem, rt);
+	pthread_cleanup_pop(0);
+	return err;
+}
+
 void rl_far_deadline(struct timespec *ts)
 {
 	clock_gettime(CLOCK_MONOTONIC, ts);
@@ -135,8 +157,8 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 {
 	struct bucket *b = bucket_of(word);
 	struct parked me;
-	struct timespec far, rt;
-	int r, err = 0, oldstate;
+	struct timespec far, rt, *rtp = NULL;
+	int r, err, oldstate;
 
 	if (!thread_sem_ready) {
 		sem_init(&thread_sem, 0, 0);
@@ -160,28 +182,18 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	b->head = &me;
 	pthread_mutex_unlock(&b->mutex);
 
+	if (abstime) {
+		to_realtime(clockid, abstime, &rt);
+		rtp = &rt;
+	}
 	if (flags & RL_WAIT_CANCELLABLE) {
-		struct cancel_ctx ctx = { b, &me };
-		pthread_cleanup_push(unpark_on_cancel, &ctx);
-		if (abstime) {
-			to_realtime(clockid, abstime, &rt);
-			r = sem_timedwait(&thread_sem, &rt);
-		} else {
-			r = sem_wait(&thread_sem);
-		}
-		err = r ? errno : 0;
-		pthread_cleanup_pop(0);
+		err = sleep_cancellable(b, &me, rtp);
 	} else {
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
-		if (abstime) {
-			to_realtime(clockid, abstime, &rt);
-			r = sem_timedwait(&thread_sem, &rt);
-		} else {
-			r = sem_wait(&thread_sem);
-		}
-		err = r ? errno : 0;
+		err = sleep_on(&thread_sem, rtp);
 		pthread_setcancelstate(oldstate, NULL);
 	}
+	r = err ? -1 : 0;
 	leave_bucket(b, &me, r == 0);
 
 	if (err == EINTR)

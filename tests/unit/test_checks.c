@@ -106,8 +106,8 @@ static void test_try_and_timed_just_fail(void **state)
 }
 
 /* Not static, and the binary exports its symbols: the report names them. */
-void take_ab(void);
-void take_ba(void);
+__attribute__((noinline)) void take_ab(void);
+__attribute__((noinline)) void take_ba(void);
 
 void take_ab(void)
 {
