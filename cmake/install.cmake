@@ -1,0 +1,41 @@
+# Installation: header, library with SONAME, CMake package, pkg-config file.
+include(CMakePackageConfigHelpers)
+
+install(TARGETS rangelock EXPORT rangelockTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rangelock
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(RANGELOCK_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rangelock)
+install(EXPORT rangelockTargets NAMESPACE rangelock::
+  DESTINATION ${RANGELOCK_CMAKEDIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rangelockConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/rangelockConfig.cmake
+  INSTALL_DESTINATION ${RANGELOCK_CMAKEDIR})
+# 0.x: minor versions may break compatibility.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/rangelockConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/rangelockConfig.cmake
+  ${PROJECT_BINARY_DIR}/rangelockConfigVersion.cmake
+  DESTINATION ${RANGELOCK_CMAKEDIR})
+
+# pkg-config: paths relative to ${prefix} unless GNUInstallDirs gave
+# absolute ones, so the file stays relocatable.
+foreach(kind LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${kind}}")
+    set(RANGELOCK_PC_${kind} "${CMAKE_INSTALL_${kind}}")
+  else()
+    set(RANGELOCK_PC_${kind} "\${prefix}/${CMAKE_INSTALL_${kind}}")
+  endif()
+endforeach()
+set(RANGELOCK_PC_LIBS_PRIVATE "")
+if(CMAKE_DL_LIBS)
+  set(RANGELOCK_PC_LIBS_PRIVATE "-l${CMAKE_DL_LIBS}")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/rangelock.pc.in
+  ${PROJECT_BINARY_DIR}/rangelock.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rangelock.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
