@@ -1501,7 +1501,7 @@ static void print_stats(FILE *out)
 	fprintf(out, "== librangelock statistics (range_lock_tree_get_stats): %s ==\n",
 		lib_stats_what);
 	fprintf(out, "read_acquired %" PRIu64 ", write_acquired %" PRIu64
-		", contended %" PRIu64 " (%.1f%%)\n", s->read_acquired,
+		", contended %" PRIu64 " (%.2f%%)\n", s->read_acquired,
 		s->write_acquired, s->contended,
 		s->read_acquired + s->write_acquired
 			? 100.0 * (double)s->contended /
@@ -2204,6 +2204,12 @@ int main(int argc, char **argv)
 	}
 	if (threads)
 		parse_threads(threads);
+	for (int t = 0; t < opt.nthreads_list; t++)
+		if ((uint64_t)opt.threads[t] > opt.pool + 1) {
+			fprintf(stderr, "rangelock-bench: %d threads need --pool >= %d for "
+				"disjoint ranges\n", opt.threads[t], opt.threads[t] - 1);
+			return 2;
+		}
 	for (int k = 0; k < LK_COUNT; k++)
 		opt.locks[k] = !locks || in_list(locks, lk_short[k]) || in_list(locks, lk_name[k]);
 	opt.locks[LK_RW] = true;
