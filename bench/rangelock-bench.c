@@ -362,6 +362,28 @@ static double median_of(const double *v, int n)
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+/* Index of the (lower) median element of @v. */
+static int median_index(const double *v, int n)
+{
+	int best = 0;
+
+	for (int i = 0; i < n; i++) {
+		int below = 0, above = 0;
+
+		for (int j = 0; j < n; j++) {
+			if (v[j] < v[i])
+				below++;
+			else if (v[j] > v[i])
+				above++;
+		}
+		if (below <= (n - 1) / 2 && above <= n / 2) {
+			best = i;
+			break;
+		}
+	}
+	return best;
+}
+
 static double mean_of(const double *v, int n)
 {
 	double sum = 0;
@@ -1372,20 +1394,26 @@ static void print_throughput(FILE *out)
 			any = true;
 	if (!any)
 		return;
-	fprintf(out, "== Fairness (mixed): per-thread acquisitions, min/max within each "
-		"kind; median over repetitions [worst] ==\n");
+	fprintf(out, "== Fairness (mixed): per-thread acquisitions within each kind, "
+		"min/max = smallest/largest count (1.00 = even); the repetition with the "
+		"median min/max [worst repetition] ==\n");
 	for (int rg = 0; rg < RG_COUNT; rg++)
 		for (int i = 0; i < nrecs; i++) {
 			struct rec *r = &recs[i];
+			int mr, mw;
 
 			if (r->sec != SEC_THROUGHPUT || r->tag[0] || r->wl != WL_MIXED ||
 			    r->rg != rg || r->threads <= 2)
 				continue;
+			mr = median_index(r->frd, r->n);
+			mw = median_index(r->fwr, r->n);
 			snprintf(name, sizeof(name), "%s-%s-%dthr:", lk_short[r->lock],
 				 rg_name[rg], r->threads);
-			fprintf(out, "%-28s readers(%d) %.2f [%.2f]   writers(%d) %.2f [%.2f]\n",
-				name, r->nr, median_of(r->frd, r->n), min_of(r->frd, r->n),
-				r->nw, median_of(r->fwr, r->n), min_of(r->fwr, r->n));
+			fprintf(out, "%-28s readers(%d) %8" PRIu64 "/%8" PRIu64 " = %.2f [%.2f]"
+				"   writers(%d) %8" PRIu64 "/%8" PRIu64 " = %.2f [%.2f]\n",
+				name, r->nr, r->rmin[mr], r->rmax[mr], r->frd[mr],
+				min_of(r->frd, r->n), r->nw, r->wmin[mw], r->wmax[mw],
+				r->fwr[mw], min_of(r->fwr, r->n));
 		}
 	fprintf(out, "\n");
 }
