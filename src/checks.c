@@ -113,6 +113,39 @@ static size_t nr_edges, cap_edges;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
+/* The registry functions print (cancellation points) with registry_mutex
+ * held: they run with cancellation disabled. */
+static int registry_enter(void)
+{
+	int oldstate;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
+	pthread_mutex_lock(&registry_mutex);
+	return oldstate;
+}
+
+static void registry_leave(int oldstate)
+{
+	pthread_mutex_unlock(&registry_mutex);
+	pthread_setcancelstate(oldstate, NULL);
+}
+
+static void registry_lock(void)
+{
+	pthread_mutex_lock(&registry_mutex);
+}
+
+static void registry_unlock(void)
+{
+	pthread_mutex_unlock(&registry_mutex);
+}
+
+__attribute__((constructor)) static void registry_atfork(void)
+{
+	pthread_atfork(registry_lock, registry_unlock, registry_unlock);
+}
+
+
 static void print_site(FILE *f, void *site)
 {
 	Dl_info info;
@@ -128,7 +161,7 @@ static void report_exit_with_holds(void *arg)
 {
 	uint32_t tid = (uint32_t)(uintptr_t)arg;
 
-	pthread_mutex_lock(&registry_mutex);
+	int cancel_state = registry_enter();
 	for (size_t i = 0; i < nr_holds; i++) {
 		struct hold *h = &holds[i];
 		if (h->tid != tid)
@@ -140,7 +173,7 @@ static void report_exit_with_holds(void *arg)
 		print_site(stderr, h->site);
 		fputc('\n', stderr);
 	}
-	pthread_mutex_unlock(&registry_mutex);
+	registry_leave(cancel_state);
 }
 
 static void make_exit_key(void)
@@ -148,17 +181,39 @@ static void make_exit_key(void)
 	pthread_key_create(&exit_key, report_exit_with_holds);
 }
 
+/*
+ * A reader that already reads @h and asks for an intersecting read range
+ * waits forever if a writer arrived in between on units of both: the writer
+ * waits for @h, the new request for the writer.  Returns that writer.
+ */
+static const struct range_lock *writer_between(const struct range_lock_tree *tree,
+					       const struct range_lock *lock,
+					       const struct hold *h)
+{
+	struct range_lock *m;
+
+	itree_foreach(m, tree->root, lock->start, lock->last) {
+		if (!is_reader(m) && m->seqnum > h->lock->seqnum &&
+		    m->start <= h->last && m->last >= h->start)
+			return m;
+	}
+	return NULL;
+}
+
 void rl_check_self_deadlock(const struct range_lock_tree *tree,
 			    const struct range_lock *lock, bool reader,
 			    const char *call)
 {
 	uint32_t me = rl_thread_id();
+	const struct range_lock *w = NULL;
 
-	pthread_mutex_lock(&registry_mutex);
+	int cancel_state = registry_enter();
 	for (size_t i = 0; i < nr_holds; i++) {
 		struct hold *h = &holds[i];
 		if (h->tid != me || h->tree != tree || h->last < lock->start ||
-		    h->start > lock->last || (reader && is_reader(h->lock)))
+		    h->start > lock->last)
+			continue;
+		if (reader && is_reader(h->lock) && !(w = writer_between(tree, lock, h)))
 			continue;
 		fprintf(stderr, "librangelock: self-deadlock: thread %u calls %s on "
 				"[%llu, %llu] of tree %p while it holds [%llu, %llu] "
@@ -168,10 +223,14 @@ void rl_check_self_deadlock(const struct range_lock_tree *tree,
 			(unsigned long long)h->last,
 			is_reader(h->lock) ? "reading" : "writing");
 		print_site(stderr, h->site);
-		fputs(")\n", stderr);
+		if (w)
+			fprintf(stderr, "), and writer [%llu, %llu] waits between them\n",
+				(unsigned long long)w->start, (unsigned long long)w->last);
+		else
+			fputs(")\n", stderr);
 		abort();
 	}
-	pthread_mutex_unlock(&registry_mutex);
+	registry_leave(cancel_state);
 }
 
 static struct order_edge *find_edge(const struct range_lock_tree *from, int fs,
@@ -192,7 +251,7 @@ void rl_check_acquired(struct range_lock_tree *tree, struct range_lock *lock,
 	pthread_once(&exit_key_once, make_exit_key);
 	pthread_setspecific(exit_key, (void *)(uintptr_t)me);
 
-	pthread_mutex_lock(&registry_mutex);
+	int cancel_state = registry_enter();
 	/* Order: every other tree this thread holds was taken before @tree. */
 	for (size_t i = 0; i < nr_holds; i++) {
 		struct hold *h = &holds[i];
@@ -237,20 +296,20 @@ void rl_check_acquired(struct range_lock_tree *tree, struct range_lock *lock,
 	}
 	holds[nr_holds++] = (struct hold){ tree, lock, lock->start, lock->last,
 					   me, subclass, site };
-	pthread_mutex_unlock(&registry_mutex);
+	registry_leave(cancel_state);
 }
 
 void rl_check_released(const struct range_lock_tree *tree,
 		       const struct range_lock *lock)
 {
-	pthread_mutex_lock(&registry_mutex);
+	int cancel_state = registry_enter();
 	for (size_t i = 0; i < nr_holds; i++) {
 		if (holds[i].tree == tree && holds[i].lock == lock) {
 			holds[i] = holds[--nr_holds];
 			break;
 		}
 	}
-	pthread_mutex_unlock(&registry_mutex);
+	registry_leave(cancel_state);
 }
 
 #endif /* RANGELOCK_CHECKS */

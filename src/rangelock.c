@@ -43,10 +43,14 @@
  *   tree->root, leftmost, seqnum, nr_requests, stats counters (except the
  *       wait times), and every node's links, flags, start/last/subtree_last,
  *       seqnum:                             only under tree_lock.
- *   tree->stats (the pointer):              under tree_lock, read without it
- *                                            (relaxed) only to decide whether
- *                                            to read the clock.
- *   stats->wait_ns_total, wait_ns_max:      atomic RMW by waiters, no lock.
+ *   tree->stats (the pointer):              under tree_lock (release store),
+ *                                            read without it (acquire) by
+ *                                            waiters that time their wait.
+ *   stats->wait_ns_total, wait_ns_max:      atomic RMW by granted waiters,
+ *                                            no lock (their request is held,
+ *                                            so the tree and its storage
+ *                                            live); under tree_lock by
+ *                                            waiters that give up.
  *   node->wait_word:                        see above.
  *   node->owner_tid:                        by the requesting thread before
  *                                            it is published.
@@ -139,7 +143,7 @@ static inline bool conflict(bool reader_a, bool reader_b)
 
 static inline struct range_lock_stats *stats_of(struct range_lock_tree *tree)
 {
-	return __atomic_load_n(&tree->stats, __ATOMIC_RELAXED);
+	return __atomic_load_n(&tree->stats, __ATOMIC_ACQUIRE);
 }
 
 /* Stats counters written under tree_lock: relaxed load + store, no RMW
@@ -207,6 +211,17 @@ uint32_t rl_thread_id(void)
 	if (__builtin_expect(!cached_tid, 0))
 		cached_tid = (uint32_t)syscall(SYS_gettid);
 	return cached_tid;
+}
+
+/* The child of fork() is a new thread with the parent's TLS copy. */
+static void forget_tid(void)
+{
+	cached_tid = 0;
+}
+
+__attribute__((constructor)) static void tid_atfork(void)
+{
+	pthread_atfork(NULL, NULL, forget_tid);
 }
 
 /* ---- wake list: grants to announce after tree_lock is dropped ------- */
@@ -328,59 +343,7 @@ static inline void tree_lock(struct range_lock_tree *tree)
 	tree_lock_acquire(tree_lock_word(tree));
 }
 
-/* ---- the give-up path ------------------------------------------------- */
-
-enum give_up { GIVE_UP_SIGNAL, GIVE_UP_TIMEOUT, GIVE_UP_CANCEL };
-
-/*
- * A waiting request stops waiting.  Returns true if the grant had already
- * arrived and the request keeps its range (never for cancellation, where a
- * granted range is released like an unlock); false if it left the tree.
- */
-static bool withdraw_request(struct range_lock_tree *tree, struct range_lock *lock,
-			     enum give_up why)
-{
-	struct wake_list wl = { .n = 0 };
-	struct range_lock_stats *st;
-	bool granted;
-
-	tree_lock(tree);
-	st = tree->stats;
-	granted = (atomic_load_explicit(wait_word(lock), memory_order_acquire) >> 1) == 0;
-	if (granted && why != GIVE_UP_CANCEL) {
-		tree_unlock(tree);
-		return true;
-	}
-	if (st) {
-		if (granted) {
-			STAT_ADD(st, held_now, -1);
-		} else {
-			STAT_ADD(st, waiting_now, -1);
-		}
-		if (why == GIVE_UP_SIGNAL)
-			STAT_ADD(st, gave_up_signal, 1);
-		else if (why == GIVE_UP_TIMEOUT)
-			STAT_ADD(st, gave_up_timeout, 1);
-		else
-			STAT_ADD(st, gave_up_cancel, 1);
-	}
-	remove_request(tree, lock, &wl);
-	tree_unlock(tree);
-	wake_list_flush(&wl);
-	return false;
-}
-
-/* ---- waiting ---------------------------------------------------------- */
-
-enum wait_kind { WAIT_PLAIN, WAIT_INTERRUPTIBLE, WAIT_KILLABLE, WAIT_TIMED };
-
-struct waiter {
-	struct range_lock_tree *tree;
-	struct range_lock *lock;
-	enum wait_kind kind;
-	clockid_t clockid;
-	const struct timespec *abstime;
-};
+/* ---- waiting time ---------------------------------------------------- */
 
 static uint64_t now_ns(void)
 {
@@ -401,6 +364,67 @@ static void stat_wait_time(struct range_lock_stats *st, uint64_t ns)
 		;
 }
 
+/* ---- the give-up path ------------------------------------------------- */
+
+enum give_up { GIVE_UP_SIGNAL, GIVE_UP_TIMEOUT, GIVE_UP_CANCEL };
+
+enum wait_kind { WAIT_PLAIN, WAIT_INTERRUPTIBLE, WAIT_KILLABLE, WAIT_TIMED };
+
+struct waiter {
+	struct range_lock_tree *tree;
+	struct range_lock *lock;
+	enum wait_kind kind;
+	clockid_t clockid;
+	const struct timespec *abstime;
+	uint64_t wait_start_ns;   /* 0 unless statistics time this wait */
+};
+
+
+/*
+ * A waiting request stops waiting.  Returns true if the grant had already
+ * arrived and the request keeps its range (never for cancellation, where a
+ * granted range is released like an unlock); false if it left the tree.
+ */
+static bool withdraw_request(struct waiter *w, enum give_up why)
+{
+	struct range_lock_tree *tree = w->tree;
+	struct range_lock *lock = w->lock;
+	struct wake_list wl = { .n = 0 };
+	struct range_lock_stats *st;
+	bool granted;
+
+	tree_lock(tree);
+	st = tree->stats;
+	granted = (atomic_load_explicit(wait_word(lock), memory_order_acquire) >> 1) == 0;
+	if (granted && why != GIVE_UP_CANCEL) {
+		tree_unlock(tree);
+		return true;
+	}
+	if (st) {
+		/* Timed here, under tree_lock: once the request is out of the
+		 * tree, the tree and its statistics storage may be freed. */
+		if (w->wait_start_ns)
+			stat_wait_time(st, now_ns() - w->wait_start_ns);
+		if (granted) {
+			STAT_ADD(st, held_now, -1);
+		} else {
+			STAT_ADD(st, waiting_now, -1);
+		}
+		if (why == GIVE_UP_SIGNAL)
+			STAT_ADD(st, gave_up_signal, 1);
+		else if (why == GIVE_UP_TIMEOUT)
+			STAT_ADD(st, gave_up_timeout, 1);
+		else
+			STAT_ADD(st, gave_up_cancel, 1);
+	}
+	remove_request(tree, lock, &wl);
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+	return false;
+}
+
+/* ---- waiting ---------------------------------------------------------- */
+
 /* Returns 0 when granted, -EINTR or -ETIMEDOUT after leaving the tree. */
 static int wait_loop(struct waiter *w)
 {
@@ -409,7 +433,9 @@ static int wait_loop(struct waiter *w)
 	uint32_t v;
 	int r;
 
-	for (int i = 0; i < RL_GRANT_SPIN; i++) {
+	/* No spin for interruptible waits: a signal handler that runs while
+	 * we spin would go unreported. */
+	for (int i = 0; w->kind != WAIT_INTERRUPTIBLE && i < RL_GRANT_SPIN; i++) {
 		if (!(atomic_load_explicit(word, memory_order_acquire) >> 1))
 			return 0;
 		rl_cpu_relax();
@@ -435,9 +461,8 @@ static int wait_loop(struct waiter *w)
 			    w->kind == WAIT_TIMED ? w->abstime : NULL, flags);
 		if ((r == -EINTR && w->kind == WAIT_INTERRUPTIBLE) ||
 		    (r == -ETIMEDOUT && w->kind == WAIT_TIMED)) {
-			if (withdraw_request(w->tree, w->lock,
-					     r == -EINTR ? GIVE_UP_SIGNAL
-							 : GIVE_UP_TIMEOUT))
+			if (withdraw_request(w, r == -EINTR ? GIVE_UP_SIGNAL
+							    : GIVE_UP_TIMEOUT))
 				return 0;
 			return r;
 		}
@@ -450,7 +475,7 @@ static void withdraw_on_cancel(void *arg)
 {
 	struct waiter *w = arg;
 
-	withdraw_request(w->tree, w->lock, GIVE_UP_CANCEL);
+	withdraw_request(w, GIVE_UP_CANCEL);
 }
 
 /* A cancellation point while it waits: cancelled, the request withdraws. */
@@ -467,15 +492,16 @@ static int wait_loop_killable(struct waiter *w)
 static int wait_for_grant(struct waiter *w)
 {
 	struct range_lock_stats *st = stats_of(w->tree);
-	uint64_t t0 = st ? now_ns() : 0;
 	int r;
 
+	w->wait_start_ns = st ? now_ns() : 0;
 	if (w->kind == WAIT_KILLABLE)
 		r = wait_loop_killable(w);
 	else
 		r = wait_loop(w);
-	if (st)
-		stat_wait_time(st, now_ns() - t0);
+	/* Granted: the request is held, so the storage still lives. */
+	if (r == 0 && st)
+		stat_wait_time(st, now_ns() - w->wait_start_ns);
 	return r;
 }
 
@@ -698,6 +724,8 @@ void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock
 
 void range_lock_tree_init(struct range_lock_tree *tree)
 {
+	if (!tree)
+		die("range_lock_tree_init", NULL, "NULL tree");
 	memset(tree, 0, sizeof(*tree));
 }
 
@@ -778,7 +806,8 @@ int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 	} else if (!tree->stats) {
 		stats_zero(storage);
 		stats_recount(tree, storage);
-		__atomic_store_n(&tree->stats, storage, __ATOMIC_RELAXED);
+		/* release: a waiter that sees the pointer sees zeroed counters */
+		__atomic_store_n(&tree->stats, storage, __ATOMIC_RELEASE);
 	}
 	tree_unlock(tree);
 	return r;
@@ -822,8 +851,13 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 	const struct range_lock *n;
 	uint32_t word;
 
+	int oldstate;
+
 	if (!tree || !out)
 		die("range_lock_tree_dump", NULL, "NULL tree or stream");
+	/* fprintf() is a cancellation point: never be cancelled holding
+	 * tree_lock. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
 	tree_lock(tree);
 	fprintf(out, "range_lock_tree %p: %u request(s), next seqnum %llu\n",
 		(void *)tree, tree->nr_requests, (unsigned long long)tree->seqnum);
@@ -837,4 +871,5 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 			(unsigned long long)n->seqnum, word >> 1, n->owner_tid);
 	}
 	tree_unlock(tree);
+	pthread_setcancelstate(oldstate, NULL);
 }

@@ -20,6 +20,9 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,7 +37,7 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 {
 	struct timespec far;
 	int op = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;
-	int synthetic = 0;
+	int synthetic = 0, err;
 	long r;
 
 	if (!abstime && (flags & RL_WAIT_INTERRUPTIBLE)) {
@@ -51,14 +54,16 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
 		r = syscall(SYS_futex, word, op, expected, abstime, NULL,
 			    FUTEX_BITSET_MATCH_ANY);
+		err = errno; /* before pthread_setcanceltype() can change it */
 		pthread_setcanceltype(oldtype, NULL);
 	} else {
 		r = syscall(SYS_futex, word, op, expected, abstime, NULL,
 			    FUTEX_BITSET_MATCH_ANY);
+		err = errno;
 	}
 	if (r == 0)
 		return 0;
-	switch (errno) {
+	switch (err) {
 	case EAGAIN:
 		return -EAGAIN;
 	case EINTR:
@@ -66,8 +71,10 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	case ETIMEDOUT:
 		return synthetic ? 0 : -ETIMEDOUT;
 	default:
-		/* EFAULT/EINVAL/ENOSYS: a bug of ours; look again. */
-		return 0;
+		/* EFAULT/EINVAL: a bug of ours; ENOSYS: futex is blocked (seccomp).
+		 * Looking again would spin forever: stop loudly instead. */
+		fprintf(stderr, "librangelock: futex wait failed: %s\n", strerror(err));
+		abort();
 	}
 }
 

@@ -14,8 +14,9 @@
  * its thread has left.  A post that arrives after the waiter gave up (timeout,
  * signal) is drained under the mutex, so every sem_wait() return is ours.
  *
- * sem_timedwait() reports every signal handler with EINTR (it is a timed
- * futex wait inside), so interruptible waits use it with a far deadline.
+ * sem_clockwait()/sem_timedwait() report every signal handler with EINTR
+ * (they are timed futex waits inside), so interruptible waits use them with
+ * a far deadline.
  * sem_wait()/sem_timedwait() are cancellation points: cancellation is
  * disabled around them unless the wait is RL_WAIT_CANCELLABLE, in which case
  * a cleanup handler unparks the record.
@@ -29,6 +30,18 @@
 #include <semaphore.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
+#define USE_SEM_CLOCKWAIT 1
+#else
+#define USE_SEM_CLOCKWAIT 0
+#endif
+
+#if USE_SEM_CLOCKWAIT
+#define SEM_CLOCK CLOCK_MONOTONIC
+#else
+#define SEM_CLOCK CLOCK_REALTIME
+#endif
 
 #define NR_BUCKETS 256
 
@@ -47,6 +60,25 @@ struct bucket {
 static struct bucket buckets[NR_BUCKETS] = {
 	[0 ... NR_BUCKETS - 1] = { PTHREAD_MUTEX_INITIALIZER, NULL },
 };
+
+/* fork(): a parent thread may hold a bucket mutex at the moment of fork;
+ * take them all around fork so the child's copies are free. */
+static void buckets_lock_all(void)
+{
+	for (int i = 0; i < NR_BUCKETS; i++)
+		pthread_mutex_lock(&buckets[i].mutex);
+}
+
+static void buckets_unlock_all(void)
+{
+	for (int i = NR_BUCKETS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&buckets[i].mutex);
+}
+
+__attribute__((constructor)) static void buckets_atfork(void)
+{
+	pthread_atfork(buckets_lock_all, buckets_unlock_all, buckets_unlock_all);
+}
 
 static _Thread_local sem_t thread_sem;
 static _Thread_local bool thread_sem_ready;
@@ -93,24 +125,35 @@ static void unpark_on_cancel(void *arg)
 	leave_bucket(c->b, c->me, false);
 }
 
-/* Sleep on @sem until posted or @rt (CLOCK_REALTIME; NULL: no deadline);
- * returns 0 or the errno. */
-static int sleep_on(sem_t *sem, const struct timespec *rt)
+/* Sleep on @sem until posted or the deadline (NULL: none); returns 0 or
+ * the errno.  glibc 2.30+ waits on the deadline's own clock, elsewhere the
+ * deadline was translated to CLOCK_REALTIME (a wall-clock step then moves
+ * it).  Both report every signal handler as EINTR (timed futex waits). */
+static int sleep_on(sem_t *sem, const struct timespec *deadline)
 {
-	int r = rt ? sem_timedwait(sem, rt) : sem_wait(sem);
+	int r;
 
+	if (!deadline)
+		r = sem_wait(sem);
+#if USE_SEM_CLOCKWAIT
+	else
+		r = sem_clockwait(sem, CLOCK_MONOTONIC, deadline);
+#else
+	else
+		r = sem_timedwait(sem, deadline);
+#endif
 	return r ? errno : 0;
 }
 
 /* sleep_on() as a cancellation point that unparks @me when cancelled. */
 static int sleep_cancellable(struct bucket *b, struct parked *me,
-			     const struct timespec *rt)
+			     const struct timespec *deadline)
 {
 	struct cancel_ctx ctx = { b, me };
 	int err;
 
 	pthread_cleanup_push(unpark_on_cancel, &ctx);
-	err = sleep_on(me->sem, rt);
+	err = sleep_on(me->sem, deadline);
 	pthread_cleanup_pop(0);
 	return err;
 }
@@ -121,25 +164,33 @@ void rl_far_deadline(struct timespec *ts)
 	ts->tv_sec += 1000000;
 }
 
-/* sem_timedwait() wants CLOCK_REALTIME: translate a monotonic deadline. */
-static void to_realtime(clockid_t clockid, const struct timespec *abstime,
-			struct timespec *out)
+/*
+ * Translate the deadline @abstime on clock @from into one on clock @to
+ * (sem_clockwait() takes CLOCK_MONOTONIC, sem_timedwait() CLOCK_REALTIME).
+ * Deadlines more than ~30 years away are clamped, so nothing overflows; a
+ * clock step between the two clocks moves the translated deadline, so the
+ * caller trusts only @from to decide that the deadline passed.
+ */
+static void translate_deadline(clockid_t from, const struct timespec *abstime,
+			       clockid_t to, struct timespec *out)
 {
-	struct timespec now_c, now_rt;
-	long long ns;
+	struct timespec now_from, now_to;
+	long long ns, secs;
 
-	if (clockid == CLOCK_REALTIME) {
+	if (from == to) {
 		*out = *abstime;
 		return;
 	}
-	clock_gettime(clockid, &now_c);
-	clock_gettime(CLOCK_REALTIME, &now_rt);
-	ns = (long long)(abstime->tv_sec - now_c.tv_sec) * 1000000000LL +
-	     (abstime->tv_nsec - now_c.tv_nsec);
+	clock_gettime(from, &now_from);
+	clock_gettime(to, &now_to);
+	secs = (long long)abstime->tv_sec - (long long)now_from.tv_sec;
+	if (secs > 1000000000LL)
+		secs = 1000000000LL;
+	ns = secs * 1000000000LL + (abstime->tv_nsec - now_from.tv_nsec);
 	if (ns < 0)
 		ns = 0;
-	ns += now_rt.tv_nsec;
-	out->tv_sec = now_rt.tv_sec + ns / 1000000000LL;
+	ns += now_to.tv_nsec;
+	out->tv_sec = now_to.tv_sec + ns / 1000000000LL;
 	out->tv_nsec = ns % 1000000000LL;
 }
 
@@ -157,7 +208,7 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 {
 	struct bucket *b = bucket_of(word);
 	struct parked me;
-	struct timespec far, rt, *rtp = NULL;
+	struct timespec far, converted, *deadline = NULL;
 	int r, err, oldstate;
 
 	if (!thread_sem_ready) {
@@ -183,14 +234,14 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	pthread_mutex_unlock(&b->mutex);
 
 	if (abstime) {
-		to_realtime(clockid, abstime, &rt);
-		rtp = &rt;
+		translate_deadline(clockid, abstime, SEM_CLOCK, &converted);
+		deadline = &converted;
 	}
 	if (flags & RL_WAIT_CANCELLABLE) {
-		err = sleep_cancellable(b, &me, rtp);
+		err = sleep_cancellable(b, &me, deadline);
 	} else {
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
-		err = sleep_on(&thread_sem, rtp);
+		err = sleep_on(&thread_sem, deadline);
 		pthread_setcancelstate(oldstate, NULL);
 	}
 	r = err ? -1 : 0;

@@ -72,6 +72,51 @@ static void test_self_deadlock_stopped(void **state)
 	expect_text(&r, "while it holds [10, 20] for writing");
 }
 
+/* Reading a range again is fine, unless a writer arrived in between: it
+ * waits for the first read hold, the second waits for it. */
+static struct range_lock_tree tree_c;
+
+static void *writer_on_c(void *arg)
+{
+	struct range_lock w;
+	(void)arg;
+	range_lock_init(&w, 0, 100);
+	range_write_lock(&tree_c, &w);
+	range_write_unlock(&tree_c, &w);
+	return NULL;
+}
+
+static void recursive_read_behind_writer(void)
+{
+	struct range_lock r1, r2;
+	struct range_lock_stats st, now;
+	pthread_t t;
+
+	range_lock_tree_init(&tree_c);
+	range_lock_tree_enable_stats(&tree_c, &st);
+	range_lock_init(&r1, 10, 20);
+	range_lock_init(&r2, 15, 25);
+	range_read_lock(&tree_c, &r1);
+	pthread_create(&t, NULL, writer_on_c, NULL);
+	do {
+		sleep_ms(1);
+		range_lock_tree_get_stats(&tree_c, &now);
+	} while (now.waiting_now != 1);
+	range_read_lock(&tree_c, &r2); /* deadlock: stopped by the check */
+}
+
+static void test_recursive_read_behind_writer(void **state)
+{
+	(void)state;
+	struct child_result r;
+
+	run_child(recursive_read_behind_writer, &r);
+	assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT);
+	expect_text(&r, "self-deadlock");
+	expect_text(&r, "while it holds [10, 20] for reading");
+	expect_text(&r, "writer [0, 100] waits between them");
+}
+
 static void own_range_try_and_timed(void)
 {
 	struct range_lock held, again, reader2;
@@ -223,6 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_deadlock_stopped),
 		cmocka_unit_test(test_try_and_timed_just_fail),
+		cmocka_unit_test(test_recursive_read_behind_writer),
 		cmocka_unit_test(test_lock_order_inversion),
 		cmocka_unit_test(test_thread_exit_holding),
 	};

@@ -6,6 +6,7 @@
  */
 #include "test_util.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -58,10 +59,14 @@ static void *locker_main(void *arg)
 	case C_WRITE_KILL: r = range_write_lock_killable(l->tree, &l->req); break;
 	case C_READ_TIMED:
 		deadline_in(l->clk, l->timeout_ms, &ts);
+		if (!l->timeout_ms) /* 0: a deadline ~292 years away */
+			ts.tv_sec = INT64_MAX / 1000000000LL;
 		r = range_read_timedlock(l->tree, &l->req, l->clk, &ts);
 		break;
 	case C_WRITE_TIMED:
 		deadline_in(l->clk, l->timeout_ms, &ts);
+		if (!l->timeout_ms)
+			ts.tv_sec = INT64_MAX / 1000000000LL;
 		r = range_write_timedlock(l->tree, &l->req, l->clk, &ts);
 		break;
 	}
@@ -460,11 +465,13 @@ static void test_signals_do_not_end_plain_waits(void **state)
 				sleep_ms(2);
 			}
 			assert_false(atomic_load(&l.done));
-			assert_true(atomic_load(&handler_runs) > 0);
 			range_write_unlock(&tree, &held);
 			assert_true(wait_done(&l));
 			finish(&l);
 			assert_int_equal(l.ret, 0);
+			/* After the join: ThreadSanitizer defers handlers while
+			 * a thread sits in a raw syscall. */
+			assert_true(atomic_load(&handler_runs) > 0);
 			assert_int_equal(range_lock_tree_destroy(&tree), 0);
 		}
 	}
@@ -918,6 +925,145 @@ static void test_dump(void **state)
 	free(buf);
 }
 
+/* Cancelling a thread that dumps must not leave tree_lock held: the dump
+ * blocks in write() on a full pipe (a cancellation point) while it holds
+ * the internal lock. */
+static struct range_lock_tree dump_tree;
+
+static void *dump_main(void *arg)
+{
+	range_lock_tree_dump(&dump_tree, arg);
+	return NULL;
+}
+
+static void test_dump_not_cancelled_holding_lock(void **state)
+{
+	(void)state;
+	int fds[2];
+	char buf[4096];
+	FILE *f;
+	pthread_t th;
+	struct range_lock a, probe;
+	void *res;
+
+	range_lock_tree_init(&dump_tree);
+	range_lock_init(&a, 1, 2);
+	range_read_lock(&dump_tree, &a);
+	assert_int_equal(pipe(fds), 0);
+	fcntl(fds[1], F_SETFL, O_NONBLOCK);
+	memset(buf, 'x', sizeof(buf));
+	while (write(fds[1], buf, sizeof(buf)) > 0)
+		;
+	fcntl(fds[1], F_SETFL, 0);
+	f = fdopen(fds[1], "w");
+	setvbuf(f, NULL, _IONBF, 0);
+	pthread_create(&th, NULL, dump_main, f);
+	sleep_ms(50);              /* now blocked in write(), holding the lock */
+	pthread_cancel(th);
+	sleep_ms(20);
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	for (int i = 0; i < 200; i++) {  /* drain until the dump is done */
+		while (read(fds[0], buf, sizeof(buf)) > 0)
+			;
+		sleep_ms(1);
+	}
+	pthread_join(th, &res);
+	range_lock_init_full(&probe);
+	/* Would hang here (watchdog) if the cancelled dump kept tree_lock. */
+	assert_int_equal(range_write_trylock(&dump_tree, &probe), 0);
+	range_read_unlock(&dump_tree, &a);
+	assert_int_equal(range_write_trylock(&dump_tree, &probe), 1);
+	range_write_unlock(&dump_tree, &probe);
+	fclose(f);
+	close(fds[0]);
+}
+
+/* A far deadline ("practically never") waits quietly on every backend:
+ * no overflow, no busy loop. */
+static void test_timedlock_far_deadline(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock held;
+	struct locker l;
+	struct timespec cpu;
+	clockid_t cid;
+
+	new_tree(&tree);
+	range_lock_init(&held, 0, 9);
+	range_write_lock(&tree, &held);
+	start_timed(&l, &tree, C_WRITE_TIMED, 0, 9, 0);
+	assert_true(wait_for_waiters(&tree, 1));
+	sleep_ms(200);
+	pthread_getcpuclockid(l.th, &cid);
+	clock_gettime(cid, &cpu);
+	assert_false(atomic_load(&l.done));
+	range_write_unlock(&tree, &held);
+	assert_true(wait_done(&l));
+	finish(&l);
+	assert_int_equal(l.ret, 0);
+	/* Well under the 200 ms it waited (a busy loop would use most). */
+	assert_true(cpu.tv_sec == 0 && cpu.tv_nsec < 40000000L);
+}
+
+/* fork(): the child may use a new tree even while parent threads were in
+ * the middle of lock calls (their backend state must not be inherited
+ * locked). */
+static atomic_int fork_stop;
+static struct range_lock_tree fork_tree;
+
+static void *fork_hammer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&fork_stop)) {
+		struct range_lock r;
+		range_lock_init(&r, 0, 9);
+		range_write_lock(&fork_tree, &r);
+		range_write_unlock(&fork_tree, &r);
+	}
+	return NULL;
+}
+
+static void test_fork_child_uses_new_tree(void **state)
+{
+	(void)state;
+	pthread_t th[3];
+	int bad = 0;
+
+	range_lock_tree_init(&fork_tree);
+	atomic_store(&fork_stop, 0);
+	for (int i = 0; i < 3; i++)
+		pthread_create(&th[i], NULL, fork_hammer, NULL);
+	for (int i = 0; i < 40; i++) {
+		int status;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			struct range_lock_tree t;
+			struct range_lock a, b;
+			struct timespec ts;
+
+			alarm(5);
+			range_lock_tree_init(&t);
+			range_lock_init(&a, 0, 9);
+			range_lock_init(&b, 5, 5);
+			range_write_lock(&t, &a);
+			deadline_in(CLOCK_MONOTONIC, 5, &ts);
+			if (range_read_timedlock(&t, &b, CLOCK_MONOTONIC, &ts) != -ETIMEDOUT)
+				_exit(2);
+			range_write_unlock(&t, &a);
+			_exit(range_lock_tree_destroy(&t) == 0 ? 0 : 3);
+		}
+		waitpid(pid, &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			bad++;
+	}
+	atomic_store(&fork_stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -939,6 +1085,9 @@ int main(void)
 		cmocka_unit_test(test_stack_requests_stress),
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_dump),
+		cmocka_unit_test(test_dump_not_cancelled_holding_lock),
+		cmocka_unit_test(test_timedlock_far_deadline),
+		cmocka_unit_test(test_fork_child_uses_new_tree),
 	};
 
 	watchdog(240);
