@@ -31,10 +31,12 @@
  *    -ETIMEDOUT, -EINVAL, -EBUSY), as in the kernel; the trylock calls return
  *    1 or 0.
  *  - Misuse that the void calls cannot report (unlocking a request that is
- *    not held, unlocking with the wrong mode, downgrading a read lock,
- *    destroying or re-initialising a request in the tree, a NULL argument)
+ *    not held in this tree, unlocking with the wrong mode, downgrading a read
+ *    lock, locking a request that is already in a tree, a NULL argument)
  *    prints one line naming the call and the range on stderr and calls
- *    abort(): continuing would corrupt the tree or break exclusion.
+ *    abort(): continuing would corrupt the tree or break exclusion.  A
+ *    request must be initialised before its first use; re-initialising one
+ *    that is in a tree is not detected (its memory may hold anything).
  *  - Memory ordering: everything a thread did before an unlock (or a
  *    downgrade) happens before everything a thread does after the lock call
  *    that a conflicting later request of it returns from, as for
@@ -202,6 +204,15 @@ RANGELOCK_API int range_write_lock_interruptible(struct range_lock_tree *tree,
  * not end the wait.  The call does not wait and is not a cancellation point
  * when the range is free.
  *
+ * A cancellation that arrives just as the range is granted may find the
+ * call returning 0: the thread then holds the range and the cancellation
+ * stays pending for its next cancellation point, as always with deferred
+ * cancellation -- so hold ranges across cancellation points only under a
+ * cleanup handler that unlocks them.  (On glibc 2.36 such a pending request
+ * can act inside a cancellable call even with cancellation disabled.)
+ * While it sleeps, cancellation is asynchronous: a signal handler that runs
+ * then must tolerate being cancelled.
+ *
  * Return: 0 when the range is held.  (The kernel's killable call returns
  * -EINTR on a fatal signal; in a process, a fatal signal ends the process.)
  */
@@ -283,6 +294,11 @@ RANGELOCK_API void range_downgrade_write(struct range_lock_tree *tree,
  * checking mode (see "Debugging" in the README) that taking two trees of the
  * same kind in a nested fashion is deliberate; without checking it is
  * ignored and these are exactly the plain calls.
+ *
+ * The checking mode (RANGELOCK_CHECKS) counts a hold as its locking
+ * thread's until the unlock, as lockdep does: a range handed to another
+ * thread for unlocking can make it report a false self-deadlock or a thread
+ * exiting with ranges held.
  */
 RANGELOCK_API void range_read_lock_nested(struct range_lock_tree *tree,
 					  struct range_lock *lock, int subclass);
