@@ -1,0 +1,1882 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rangelock-torture: a userspace locktorture for librangelock.
+ *
+ * Reader and writer threads take random ranges of a pool of units (4096 by
+ * default, as the kernel's range-lock torture) with a mix of lock calls, hold
+ * them for a while and release them, while helper threads pause and restart
+ * everybody (stutter), re-pin threads to CPUs (shuffle), send signals
+ * (signal storm) and cancel threads blocked in the _killable calls (and start
+ * them again).  Every unit of every range a thread holds is checked against
+ * a shadow array on entry and again before leaving; a watchdog declares a
+ * hang when nothing progresses.  The program decides pass or fail itself
+ * after joining every thread and ends with locktorture's
+ *   End of test: SUCCESS   (exit 0)   or   End of test: FAILURE   (exit 1).
+ *
+ * THE CHECKS (each one is reported, counted and makes the run FAIL)
+ *  - exclusion (shadow array, per unit an atomic writer count and reader
+ *    count): a writer finds no other writer and no reader on any unit of its
+ *    range, a reader finds no writer; checked right after the lock call and
+ *    again just before the unlock, after the hold.  The "Fail:" columns.
+ *  - call contracts: trylock returns 0/1; _interruptible returns 0 or
+ *    -EINTR, and -EINTR only if a handler ran in this thread during the
+ *    call; _killable returns 0; _timedlock returns 0, -ETIMEDOUT only once
+ *    the deadline has passed on its clock, -EINVAL only for a bad timespec.
+ *  - cancellation: a thread cancelled in a _killable wait leaves no request
+ *    of its kernel tid in the tree (range_lock_tree_dump() is searched right
+ *    after the join), and nothing at the end.
+ *  - the end: range_lock_tree_destroy() returns 0, the shadow array is all
+ *    zero, and the tree statistics agree with what the threads saw
+ *    (give-ups by signal, timeout and cancellation, trylock failures,
+ *    acquisitions, nothing held or waiting).
+ *  - starvation: a reader or writer thread that never acquired anything in
+ *    the run is a STARVATION failure; Max/Min far apart is flagged "???"
+ *    (locktorture's mark) and a STARVATION? warning.
+ *  - hangs: the watchdog (its own thread) declares a HANG when no lock call
+ *    completed for --watchdog seconds while the threads ran, when one thread
+ *    sat in one lock call, one hold or one pause that long, or when the run
+ *    overran its duration by that much; it prints every thread's state,
+ *    dumps the tree and exits 1 at once.
+ * Workers never abort on a failed check: they count it, print the first few
+ * and go on, so that the end of the run still reports everything.
+ *
+ * Lock types (--type): range (random ranges), range-full (every request is
+ * [0, RANGE_LOCK_FULL]), rwlock (pthread_rwlock_t, writer-preferring),
+ * mutex (pthread_mutex_t; readers lock it too), and two negative controls
+ * the checks must catch: busted (lock and unlock do nothing, like the
+ * kernel's lock_busted) and busted-range (the real range lock, but writers
+ * take their ranges as readers).  For the types that lock the whole
+ * resource (everything but range and busted-range) the whole pool is checked.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rangelock/rangelock.h>
+
+/* ---- options ----------------------------------------------------------- */
+
+enum lock_type { T_RANGE, T_RANGE_FULL, T_RWLOCK, T_MUTEX, T_BUSTED, T_BUSTED_RANGE };
+static const char *const type_names[] = {
+	"range", "range-full", "rwlock", "mutex", "busted", "busted-range",
+};
+
+enum call { C_PLAIN, C_TRY, C_INTR, C_KILL, C_TIMED, NR_CALLS };
+static const char *const call_names[] = { "plain", "try", "intr", "kill", "timed" };
+
+enum sa_mode { SA_ON, SA_OFF, SA_ALTERNATE };
+enum inject { INJ_NONE, INJ_HANG, INJ_LEAK };
+
+static struct options {
+	enum lock_type type;
+	int readers, writers;
+	double duration;           /* seconds */
+	uint64_t pool;             /* units in the shadow array */
+	uint64_t base;             /* library unit of pool unit 0 */
+	uint64_t max_len;          /* 0: kernel-style random ranges */
+	double full_share;         /* percent of requests for the full range (range) */
+	double long_share;         /* percent of holds that are long */
+	unsigned long long long_us; /* length of a long hold */
+	unsigned hold_us;          /* short holds: 0 .. hold_us of busy time */
+	unsigned stutter_ms;       /* run and pause periods; 0: no stutter */
+	unsigned shuffle_ms;       /* CPU re-pinning period; 0: none */
+	int cpus;                  /* restrict the process to N CPUs; 0: all */
+	bool calls[NR_CALLS];
+	bool downgrade;
+	int storm;                 /* -1: when intr is in the mix */
+	enum sa_mode sa;
+	unsigned signal_us;        /* between two signals of the storm */
+	unsigned cancel_ms;        /* between two cancellations */
+	unsigned timeout_us;       /* timed calls: deadlines 0 .. 2x this away */
+	unsigned watchdog_s;
+	unsigned stat_interval_s;
+	uint64_t seed;
+	enum inject inject;
+	bool verbose;
+} opt = {
+	.type = T_RANGE,
+	.readers = -1,
+	.writers = -1,
+	.duration = 5,
+	.pool = 4096,
+	.full_share = 1,
+	.long_share = 1,
+	.long_us = 2000,
+	.hold_us = 20,
+	.storm = -1,
+	.sa = SA_ALTERNATE,
+	.signal_us = 200,
+	.cancel_ms = 5,
+	.timeout_us = 50,
+	.watchdog_s = 10,
+};
+
+static bool type_is_range(void)
+{
+	return opt.type == T_RANGE || opt.type == T_RANGE_FULL ||
+	       opt.type == T_BUSTED_RANGE;
+}
+
+/* Types whose every acquisition covers the whole resource. */
+static bool type_is_whole(void)
+{
+	return opt.type != T_RANGE && opt.type != T_BUSTED_RANGE;
+}
+
+static bool type_is_busted(void)
+{
+	return opt.type == T_BUSTED || opt.type == T_BUSTED_RANGE;
+}
+
+/* ---- time and randomness ----------------------------------------------- */
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return ts_ns(&ts);
+}
+
+static uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+static struct timespec ns_ts(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	return ts;
+}
+
+/* Sleep until an absolute CLOCK_MONOTONIC time, whatever signals arrive. */
+static void sleep_until(uint64_t deadline)
+{
+	struct timespec ts = ns_ts(deadline);
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	sleep_until(now_ns() + ns);
+}
+
+static void spin_ns(uint64_t ns)
+{
+	uint64_t end;
+
+	if (!ns)
+		return;
+	end = now_ns() + ns;
+	while (now_ns() < end)
+		;
+}
+
+struct rng { uint64_t s; };
+
+static uint64_t rnd(struct rng *r)
+{
+	/* xorshift64* */
+	r->s ^= r->s >> 12;
+	r->s ^= r->s << 25;
+	r->s ^= r->s >> 27;
+	return r->s * 0x2545F4914F6CDD1Dull;
+}
+
+static void rng_seed(struct rng *r, uint64_t seed)
+{
+	r->s = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+	if (!r->s)
+		r->s = 1;
+	for (int i = 0; i < 4; i++)
+		rnd(r);
+}
+
+/* true with probability @percent (0..100) */
+static bool chance(struct rng *r, double percent)
+{
+	if (percent <= 0)
+		return false;
+	return (double)(rnd(r) >> 11) * (1.0 / 9007199254740992.0) * 100.0 < percent;
+}
+
+static uint32_t gettid_(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+/* ---- the shared state ---------------------------------------------------- */
+
+struct unit_shadow {
+	_Atomic uint32_t writers;
+	_Atomic uint32_t readers;
+};
+
+static struct unit_shadow *shadow;
+
+static struct range_lock_tree tree;
+static struct range_lock_stats tree_stats;
+static pthread_rwlock_t rwlock;
+static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static atomic_bool stop;
+static atomic_bool paused;
+static pthread_mutex_t stutter_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stutter_cond = PTHREAD_COND_INITIALIZER;
+static _Atomic uint64_t pause_started_ns;
+static _Atomic uint64_t run_end_ns;    /* when workers were told to stop */
+
+static _Atomic uint64_t global_errors;  /* failures outside the Fail: columns */
+static _Atomic unsigned messages;      /* failure lines printed so far */
+#define MAX_MESSAGES 40
+static pthread_mutex_t print_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static _Atomic uint64_t signals_sent, signals_handled, sa_toggles;
+static _Atomic uint64_t cancels_sent, cancels_joined, restarts;
+static _Atomic uint64_t shuffles, stutters;
+
+static cpu_set_t allowed_cpus;
+static int nr_allowed_cpus;
+
+enum state { S_IDLE, S_LOCKING, S_HOLDING, S_PAUSED, S_DEAD, S_DONE };
+static const char *const state_names[] = {
+	"idle", "in a lock call", "holding", "paused by stutter",
+	"cancelled, being restarted", "finished",
+};
+
+/* One reader or writer slot; the thread in it may be cancelled and
+ * replaced, the counters stay. */
+struct slot {
+	int id;
+	bool writer;
+	unsigned generation;
+	pthread_mutex_t m;          /* protects thread and running */
+	pthread_t thread;
+	bool running;
+
+	_Atomic uint32_t tid;
+	_Atomic int state;
+	_Atomic int call;
+	_Atomic uint64_t since_ns;  /* when the state was entered */
+	_Atomic uint64_t cur_start, cur_last;
+
+	_Atomic uint64_t progress;  /* lock calls completed, any outcome */
+	_Atomic uint64_t acquired;
+	_Atomic uint64_t fails;     /* exclusion violations */
+	_Atomic uint64_t errors;    /* contract violations */
+	_Atomic uint64_t gave_up_intr, gave_up_timeout, gave_up_einval, try_busy;
+	_Atomic uint64_t cancelled_in_lock, cancelled_outside;
+	_Atomic uint64_t downgrades, long_holds;
+	_Atomic uint64_t by_call[NR_CALLS];
+};
+
+static struct slot *slots;
+static int nr_slots;
+
+#define INC(x) atomic_fetch_add_explicit(&(x), 1, memory_order_relaxed)
+#define GET(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define SET(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+
+static void set_state(struct slot *s, int st)
+{
+	SET(s->since_ns, now_ns());
+	SET(s->state, st);
+}
+
+static const char *slot_name(const struct slot *s)
+{
+	return s->writer ? "writer" : "reader";
+}
+
+static void vreport(const char *fmt, va_list ap)
+{
+	if (atomic_fetch_add(&messages, 1) >= MAX_MESSAGES) {
+		if (atomic_load(&messages) == MAX_MESSAGES + 1) {
+			pthread_mutex_lock(&print_mutex);
+			fprintf(stderr, "rangelock-torture: more failures, not printed\n");
+			pthread_mutex_unlock(&print_mutex);
+		}
+		return;
+	}
+	pthread_mutex_lock(&print_mutex);
+	fputs("rangelock-torture: FAILED CHECK: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	pthread_mutex_unlock(&print_mutex);
+}
+
+static void report(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(fmt, ap);
+	va_end(ap);
+}
+
+/* A contract failure seen by a worker. */
+static void slot_error(struct slot *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	INC(s->errors);
+	va_start(ap, fmt);
+	vreport(fmt, ap);
+	va_end(ap);
+}
+
+/* A failure seen by a helper thread or at the end. */
+static void error(const char *fmt, ...)
+{
+	va_list ap;
+
+	INC(global_errors);
+	va_start(ap, fmt);
+	vreport(fmt, ap);
+	va_end(ap);
+}
+
+/* ---- the shadow array ---------------------------------------------------
+ * Per unit of the pool an atomic writer count and reader count.  A thread
+ * marks its range right after its lock call returned and unmarks it right
+ * before its unlock call, so a correct lock never lets two marks conflict.
+ */
+
+/* Mark the hold of pool units [a, b]; a writer must find no writer and no
+ * reader on any unit, a reader no writer. */
+static void shadow_enter(struct slot *s, bool writer, uint64_t a, uint64_t b)
+{
+	uint64_t bad = UINT64_MAX;
+	uint32_t bw = 0, br = 0;
+
+	for (uint64_t u = a; u <= b; u++) {
+		uint32_t w, r;
+
+		if (writer) {
+			w = atomic_fetch_add(&shadow[u].writers, 1);
+			r = atomic_load(&shadow[u].readers);
+		} else {
+			r = atomic_fetch_add(&shadow[u].readers, 1);
+			w = atomic_load(&shadow[u].writers);
+		}
+		if ((w || (writer && r)) && bad == UINT64_MAX) {
+			bad = u;
+			bw = w;
+			br = r;
+		}
+	}
+	if (bad != UINT64_MAX) {
+		INC(s->fails);
+		report("exclusion violated on entry: %s %d (tid %u) got [%" PRIu64
+		       ", %" PRIu64 "] but unit %" PRIu64 " already had %u writer(s)"
+		       " and %u reader(s)", slot_name(s), s->id, GET(s->tid),
+		       opt.base + a, opt.base + b, opt.base + bad, bw, br);
+	}
+}
+
+/* Check the hold again (after the hold time): a writer must still be alone
+ * on every unit, a reader must see no writer. */
+static void shadow_check(struct slot *s, bool writer, uint64_t a, uint64_t b,
+			 const char *when)
+{
+	for (uint64_t u = a; u <= b; u++) {
+		uint32_t w = atomic_load(&shadow[u].writers);
+		uint32_t r = atomic_load(&shadow[u].readers);
+
+		if (writer ? (w != 1 || r != 0) : (w != 0 || r == 0)) {
+			INC(s->fails);
+			report("exclusion violated %s: %s %d (tid %u) holding [%" PRIu64
+			       ", %" PRIu64 "] for %s finds %u writer(s) and %u reader(s)"
+			       " on unit %" PRIu64, when, slot_name(s), s->id,
+			       GET(s->tid), opt.base + a, opt.base + b,
+			       writer ? "writing" : "reading", w, r, opt.base + u);
+			return;
+		}
+	}
+}
+
+static void shadow_leave(bool writer, uint64_t a, uint64_t b)
+{
+	for (uint64_t u = a; u <= b; u++) {
+		if (writer)
+			atomic_fetch_sub(&shadow[u].writers, 1);
+		else
+			atomic_fetch_sub(&shadow[u].readers, 1);
+	}
+}
+
+/* Before range_downgrade_write(): from writer to reader without a gap. */
+static void shadow_downgrade(uint64_t a, uint64_t b)
+{
+	for (uint64_t u = a; u <= b; u++) {
+		atomic_fetch_add(&shadow[u].readers, 1);
+		atomic_fetch_sub(&shadow[u].writers, 1);
+	}
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+static _Thread_local volatile sig_atomic_t tl_signals;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	tl_signals++;
+	atomic_fetch_add_explicit(&signals_handled, 1, memory_order_relaxed);
+}
+
+static void install_handler(bool restart)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = restart ? SA_RESTART : 0;
+	if (sigaction(SIGUSR1, &sa, NULL)) {
+		perror("rangelock-torture: sigaction");
+		exit(2);
+	}
+}
+
+/* ---- the lock calls -------------------------------------------------------- */
+
+enum outcome { GOT, BUSY, INTR, TIMEDOUT, BADTIME, BROKEN };
+
+/* A thread cancelled inside a _killable call: runs after the library's own
+ * cleanup (which withdrew the request). */
+static void cancelled_in_lock(void *arg)
+{
+	struct slot *s = arg;
+
+	INC(s->cancelled_in_lock);
+	set_state(s, S_DEAD);
+}
+
+static void cancelled_outside(void *arg)
+{
+	struct slot *s = arg;
+
+	INC(s->cancelled_outside);
+	set_state(s, S_DEAD);
+}
+
+/* A deadline for a timed call: mostly 0 .. 2 * timeout_us from now on a
+ * random clock; 2% already past; 1% (range lock only) malformed. */
+struct deadline {
+	clockid_t clk;
+	struct timespec ts;
+	bool malformed;
+};
+
+static void make_deadline(struct rng *r, struct deadline *d)
+{
+	unsigned kind = rnd(r) % 100;
+	uint64_t now;
+
+	d->clk = (rnd(r) & 1) ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+	d->malformed = false;
+	now = clock_ns(d->clk);
+	if (kind < 2) {
+		d->ts = ns_ts(now > 1000000 ? now - 1000000 : 0);
+	} else if (kind < 3 && type_is_range()) {
+		d->ts = ns_ts(now + 1000000);
+		d->ts.tv_nsec = (rnd(r) & 1) ? 1000000000L : -1L;
+		d->malformed = true;
+	} else {
+		d->ts = ns_ts(now + rnd(r) % (2ull * opt.timeout_us * 1000 + 1));
+	}
+}
+
+/* Judge a timed call's result (0 or a negative errno). */
+static enum outcome judge_timed(struct slot *s, const struct deadline *d, int ret,
+				const char *call)
+{
+	if (ret == 0)
+		return GOT;
+	if (ret == -ETIMEDOUT && !d->malformed) {
+		uint64_t now = clock_ns(d->clk);
+
+		if (now < ts_ns(&d->ts))
+			slot_error(s, "%s returned ETIMEDOUT %" PRIu64 " ns before its"
+				   " deadline on %s", call, ts_ns(&d->ts) - now,
+				   d->clk == CLOCK_REALTIME ? "CLOCK_REALTIME"
+							     : "CLOCK_MONOTONIC");
+		return TIMEDOUT;
+	}
+	if (ret == -EINVAL && d->malformed)
+		return BADTIME;
+	slot_error(s, "%s returned %d (%s) for a %s deadline", call, ret,
+		   strerror(-ret), d->malformed ? "malformed" : "valid");
+	return ret == -ETIMEDOUT ? TIMEDOUT : BROKEN;
+}
+
+static enum outcome lock_range(struct slot *s, struct rng *r, struct range_lock *rl,
+			       bool writer, enum call c)
+{
+	const char *mode = writer ? "write" : "read";
+	struct deadline d;
+	sig_atomic_t sig0;
+	int ret;
+
+	switch (c) {
+	case C_PLAIN:
+		if (writer)
+			range_write_lock(&tree, rl);
+		else
+			range_read_lock(&tree, rl);
+		return GOT;
+	case C_TRY:
+		ret = writer ? range_write_trylock(&tree, rl) : range_read_trylock(&tree, rl);
+		if (ret == 1)
+			return GOT;
+		if (ret != 0)
+			slot_error(s, "range_%s_trylock returned %d", mode, ret);
+		return BUSY;
+	case C_INTR:
+		sig0 = tl_signals;
+		ret = writer ? range_write_lock_interruptible(&tree, rl)
+			     : range_read_lock_interruptible(&tree, rl);
+		if (ret == 0)
+			return GOT;
+		if (ret == -EINTR) {
+			if (tl_signals == sig0)
+				slot_error(s, "range_%s_lock_interruptible returned -EINTR"
+					   " but no signal handler ran in the call", mode);
+			return INTR;
+		}
+		slot_error(s, "range_%s_lock_interruptible returned %d", mode, ret);
+		return BROKEN;
+	case C_KILL:
+		ret = -1;
+		pthread_cleanup_push(cancelled_in_lock, s);
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		ret = writer ? range_write_lock_killable(&tree, rl)
+			     : range_read_lock_killable(&tree, rl);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		pthread_cleanup_pop(0);
+		if (ret == 0)
+			return GOT;
+		slot_error(s, "range_%s_lock_killable returned %d", mode, ret);
+		return BROKEN;
+	case C_TIMED:
+		make_deadline(r, &d);
+		ret = writer ? range_write_timedlock(&tree, rl, d.clk, &d.ts)
+			     : range_read_timedlock(&tree, rl, d.clk, &d.ts);
+		return judge_timed(s, &d, ret, writer ? "range_write_timedlock"
+						      : "range_read_timedlock");
+	default:
+		abort();
+	}
+}
+
+static enum outcome lock_rwlock(struct slot *s, struct rng *r, bool writer, enum call c)
+{
+	struct deadline d;
+	int ret;
+
+	switch (c) {
+	case C_TRY:
+		ret = writer ? pthread_rwlock_trywrlock(&rwlock) : pthread_rwlock_tryrdlock(&rwlock);
+		if (ret == EBUSY)
+			return BUSY;
+		break;
+	case C_TIMED:
+		make_deadline(r, &d);
+		ret = writer ? pthread_rwlock_clockwrlock(&rwlock, d.clk, &d.ts)
+			     : pthread_rwlock_clockrdlock(&rwlock, d.clk, &d.ts);
+		return judge_timed(s, &d, -ret, writer ? "pthread_rwlock_clockwrlock"
+						       : "pthread_rwlock_clockrdlock");
+	default:
+		ret = writer ? pthread_rwlock_wrlock(&rwlock) : pthread_rwlock_rdlock(&rwlock);
+		break;
+	}
+	if (ret == 0)
+		return GOT;
+	slot_error(s, "pthread_rwlock call returned %d (%s)", ret, strerror(ret));
+	return BROKEN;
+}
+
+static enum outcome lock_mutex(struct slot *s, struct rng *r, enum call c)
+{
+	struct deadline d;
+	int ret;
+
+	switch (c) {
+	case C_TRY:
+		ret = pthread_mutex_trylock(&mutex);
+		if (ret == EBUSY)
+			return BUSY;
+		break;
+	case C_TIMED:
+		make_deadline(r, &d);
+		ret = pthread_mutex_clocklock(&mutex, d.clk, &d.ts);
+		return judge_timed(s, &d, -ret, "pthread_mutex_clocklock");
+	default:
+		ret = pthread_mutex_lock(&mutex);
+		break;
+	}
+	if (ret == 0)
+		return GOT;
+	slot_error(s, "pthread_mutex call returned %d (%s)", ret, strerror(ret));
+	return BROKEN;
+}
+
+/* The lock mode the library is asked for: busted-range asks writers' ranges
+ * for reading, so it does not exclude them. */
+static bool lib_writer(bool writer)
+{
+	return writer && opt.type != T_BUSTED_RANGE;
+}
+
+static enum outcome do_lock(struct slot *s, struct rng *r, struct range_lock *rl,
+			    bool writer, enum call c)
+{
+	switch (opt.type) {
+	case T_RANGE:
+	case T_RANGE_FULL:
+	case T_BUSTED_RANGE:
+		return lock_range(s, r, rl, lib_writer(writer), c);
+	case T_RWLOCK:
+		return lock_rwlock(s, r, writer, c);
+	case T_MUTEX:
+		return lock_mutex(s, r, c);
+	case T_BUSTED:
+		return GOT; /* BUGGY on purpose: the negative control */
+	}
+	abort();
+}
+
+static void do_unlock(struct range_lock *rl, bool writer)
+{
+	switch (opt.type) {
+	case T_RANGE:
+	case T_RANGE_FULL:
+	case T_BUSTED_RANGE:
+		if (lib_writer(writer))
+			range_write_unlock(&tree, rl);
+		else
+			range_read_unlock(&tree, rl);
+		break;
+	case T_RWLOCK:
+		pthread_rwlock_unlock(&rwlock);
+		break;
+	case T_MUTEX:
+		pthread_mutex_unlock(&mutex);
+		break;
+	case T_BUSTED:
+		break;
+	}
+}
+
+/* Downgrade a write hold; false if the type cannot. */
+static bool can_downgrade(void)
+{
+	return opt.type == T_RANGE || opt.type == T_RANGE_FULL || opt.type == T_BUSTED;
+}
+
+static void do_downgrade(struct range_lock *rl)
+{
+	if (opt.type == T_RANGE || opt.type == T_RANGE_FULL)
+		range_downgrade_write(&tree, rl);
+}
+
+/* ---- the workers ------------------------------------------------------------ */
+
+static enum call pick_call(struct rng *r)
+{
+	enum call list[NR_CALLS];
+	int n = 0;
+	enum call c;
+
+	for (int i = 0; i < NR_CALLS; i++)
+		if (opt.calls[i])
+			list[n++] = (enum call)i;
+	c = list[rnd(r) % (uint64_t)n];
+	/* Only the range lock has interruptible and killable calls. */
+	if (!type_is_range() && (c == C_INTR || c == C_KILL))
+		c = C_PLAIN;
+	return c;
+}
+
+/* Pool units [*a, *b] to check and library units [*start, *last] to lock. */
+static void make_range(struct rng *r, uint64_t *a, uint64_t *b, uint64_t *start,
+		       uint64_t *last)
+{
+	if (type_is_whole() || (opt.type == T_RANGE && chance(r, opt.full_share))) {
+		*a = 0;
+		*b = opt.pool - 1;
+		*start = 0;
+		*last = RANGE_LOCK_FULL;
+		return;
+	}
+	if (opt.max_len) {
+		uint64_t len = 1 + rnd(r) % opt.max_len;
+
+		if (len > opt.pool)
+			len = opt.pool;
+		*a = rnd(r) % (opt.pool - len + 1);
+		*b = *a + len - 1;
+	} else {
+		/* The kernel torture's mkrandom_range(). */
+		*b = rnd(r) % opt.pool;
+		*a = rnd(r) % (*b + 1);
+	}
+	*start = opt.base + *a;
+	*last = opt.base + *b;
+}
+
+static void hold(struct slot *s, struct rng *r)
+{
+	if (chance(r, opt.long_share)) {
+		INC(s->long_holds);
+		sleep_ns(opt.long_us * 1000);
+	} else if (opt.hold_us) {
+		spin_ns(rnd(r) % (opt.hold_us * 1000ull + 1));
+		if ((rnd(r) & 15) == 0)
+			sched_yield();
+	}
+}
+
+static void stutter_wait(struct slot *s)
+{
+	set_state(s, S_PAUSED);
+	pthread_mutex_lock(&stutter_mutex);
+	while (atomic_load(&paused) && !atomic_load(&stop))
+		pthread_cond_wait(&stutter_cond, &stutter_mutex);
+	pthread_mutex_unlock(&stutter_mutex);
+	set_state(s, S_IDLE);
+}
+
+/* --inject=hang: hold forever (the watchdog must fire). */
+static void inject_hang(struct slot *s)
+{
+	report("injected hang: %s %d (tid %u) keeps [%" PRIu64 ", %" PRIu64 "] forever",
+	       slot_name(s), s->id, GET(s->tid), GET(s->cur_start), GET(s->cur_last));
+	for (;;)
+		sleep_ns(1000000000ull);
+}
+
+static void one_op(struct slot *s, struct rng *r)
+{
+	struct range_lock rl;
+	uint64_t a, b, start, last;
+	bool writer = s->writer;
+	enum outcome out;
+	enum call c;
+
+	c = pick_call(r);
+	make_range(r, &a, &b, &start, &last);
+	range_lock_init(&rl, start, last);
+	SET(s->cur_start, start);
+	SET(s->cur_last, last);
+	SET(s->call, c);
+	set_state(s, S_LOCKING);
+	out = do_lock(s, r, &rl, writer, c);
+	INC(s->by_call[c]);
+	INC(s->progress);
+	switch (out) {
+	case GOT:
+		break;
+	case BUSY:
+		INC(s->try_busy);
+		set_state(s, S_IDLE);
+		return;
+	case INTR:
+		INC(s->gave_up_intr);
+		set_state(s, S_IDLE);
+		return;
+	case TIMEDOUT:
+		INC(s->gave_up_timeout);
+		set_state(s, S_IDLE);
+		return;
+	case BADTIME:
+		INC(s->gave_up_einval);
+		set_state(s, S_IDLE);
+		return;
+	case BROKEN:
+		set_state(s, S_IDLE);
+		return;
+	}
+	INC(s->acquired);
+	set_state(s, S_HOLDING);
+	shadow_enter(s, writer, a, b);
+	hold(s, r);
+	if (opt.inject == INJ_HANG && s->id == 0 && GET(s->acquired) >= 20)
+		inject_hang(s);
+	if (writer && opt.downgrade && can_downgrade() && (rnd(r) & 1)) {
+		shadow_check(s, true, a, b, "before downgrade");
+		shadow_downgrade(a, b);
+		do_downgrade(&rl);
+		INC(s->downgrades);
+		hold(s, r);
+		shadow_check(s, false, a, b, "after downgrade, before unlock");
+		shadow_leave(false, a, b);
+		/* Now a read hold (busted-range holds it for reading anyway). */
+		if (type_is_range())
+			range_read_unlock(&tree, &rl);
+	} else {
+		shadow_check(s, writer, a, b, "before unlock");
+		shadow_leave(writer, a, b);
+		do_unlock(&rl, writer);
+	}
+	set_state(s, S_IDLE);
+}
+
+/* With the killable mix a cancellation may be pending when the killable call
+ * did not wait (it is a cancellation point only while it waits): act on it
+ * here, where the thread holds nothing. */
+static void cancellation_point(struct slot *s)
+{
+	pthread_cleanup_push(cancelled_outside, s);
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	pthread_testcancel();
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_cleanup_pop(0);
+}
+
+static void *worker(void *arg)
+{
+	struct slot *s = arg;
+	struct rng r;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	SET(s->tid, gettid_());
+	rng_seed(&r, opt.seed ^ ((uint64_t)s->id << 20) ^ ((uint64_t)s->generation << 40));
+	set_state(s, S_IDLE);
+	while (!atomic_load(&stop)) {
+		if (atomic_load(&paused))
+			stutter_wait(s);
+		if (atomic_load(&stop))
+			break;
+		one_op(s, &r);
+		if (opt.calls[C_KILL])
+			cancellation_point(s);
+		/* locktorture's occasional sleep outside the lock */
+		if ((rnd(&r) & 0x3ff) == 0)
+			sleep_ns(20000);
+	}
+	if (opt.inject == INJ_LEAK && s->id == 0 && type_is_range()) {
+		/* --inject=leak: a request nobody ever unlocks, on a unit
+		 * outside the pool (the end-of-run check must see it). */
+		struct range_lock *leak = malloc(sizeof(*leak));
+
+		uint64_t u = opt.base + (opt.pool - 1) < UINT64_MAX ? opt.base + opt.pool
+								     : opt.base - 1;
+
+		range_lock_init(leak, u, u);
+		range_read_lock(&tree, leak);
+		report("injected leak: %s %d (tid %u) keeps [%" PRIu64 ", %" PRIu64 "]",
+		       slot_name(s), s->id, GET(s->tid), leak->start, leak->last);
+	}
+	set_state(s, S_DONE);
+	return NULL;
+}
+
+static int start_worker(struct slot *s)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->m);
+	rc = pthread_create(&s->thread, NULL, worker, s);
+	s->running = rc == 0;
+	pthread_mutex_unlock(&s->m);
+	return rc;
+}
+
+/* ---- the helpers -------------------------------------------------------------- */
+
+/* Sleep @ns in slices, returning early (true) when the run stops. */
+static bool nap(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+
+	while (!atomic_load(&stop)) {
+		uint64_t now = now_ns();
+
+		if (now >= end)
+			return false;
+		sleep_ns(end - now < 20000000 ? end - now : 20000000);
+	}
+	return true;
+}
+
+static void *stutter_thread(void *arg)
+{
+	(void)arg;
+	while (!nap(opt.stutter_ms * 1000000ull)) {
+		pthread_mutex_lock(&stutter_mutex);
+		SET(pause_started_ns, now_ns());
+		atomic_store(&paused, true);
+		pthread_mutex_unlock(&stutter_mutex);
+		INC(stutters);
+		nap(opt.stutter_ms * 1000000ull);
+		/* All restart together. */
+		pthread_mutex_lock(&stutter_mutex);
+		atomic_store(&paused, false);
+		pthread_cond_broadcast(&stutter_cond);
+		pthread_mutex_unlock(&stutter_mutex);
+	}
+	pthread_mutex_lock(&stutter_mutex);
+	atomic_store(&paused, false);
+	pthread_cond_broadcast(&stutter_cond);
+	pthread_mutex_unlock(&stutter_mutex);
+	return NULL;
+}
+
+static int cpu_list[CPU_SETSIZE];
+
+static void *shuffle_thread(void *arg)
+{
+	struct rng r;
+
+	(void)arg;
+	rng_seed(&r, opt.seed ^ 0x5348554646ull);
+	while (!nap(opt.shuffle_ms * 1000000ull)) {
+		cpu_set_t set;
+		bool single = (rnd(&r) & 3) == 0;
+		int idle;
+
+		if (nr_allowed_cpus < 2)
+			continue;
+		/* Like the kernel's shuffler: one CPU left idle; sometimes
+		 * each thread pinned to a single CPU instead. */
+		idle = cpu_list[rnd(&r) % (uint64_t)nr_allowed_cpus];
+		for (int i = 0; i < nr_slots; i++) {
+			struct slot *s = &slots[i];
+
+			if (single) {
+				CPU_ZERO(&set);
+				CPU_SET(cpu_list[rnd(&r) % (uint64_t)nr_allowed_cpus], &set);
+			} else {
+				set = allowed_cpus;
+				CPU_CLR(idle, &set);
+			}
+			pthread_mutex_lock(&s->m);
+			if (s->running) {
+				int rc = pthread_setaffinity_np(s->thread, sizeof(set), &set);
+				if (rc && rc != ESRCH)
+					error("pthread_setaffinity_np: %s", strerror(rc));
+			}
+			pthread_mutex_unlock(&s->m);
+		}
+		INC(shuffles);
+	}
+	return NULL;
+}
+
+static void *storm_thread(void *arg)
+{
+	struct rng r;
+	bool restart = opt.sa != SA_OFF;
+	uint64_t next_toggle = now_ns() + 100000000ull;
+
+	(void)arg;
+	rng_seed(&r, opt.seed ^ 0x5349474eull);
+	while (!nap(opt.signal_us * 1000ull)) {
+		struct slot *s = &slots[rnd(&r) % (uint64_t)nr_slots];
+
+		pthread_mutex_lock(&s->m);
+		if (s->running && pthread_kill(s->thread, SIGUSR1) == 0)
+			INC(signals_sent);
+		pthread_mutex_unlock(&s->m);
+		if (opt.sa == SA_ALTERNATE && now_ns() >= next_toggle) {
+			restart = !restart;
+			install_handler(restart);
+			INC(sa_toggles);
+			next_toggle = now_ns() + 100000000ull;
+		}
+	}
+	return NULL;
+}
+
+/* After a cancelled thread is joined: no request of its tid may be left. */
+static void check_withdrawn(struct slot *s, uint32_t tid)
+{
+	char *buf = NULL, pat[32];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f) {
+		error("open_memstream: %s", strerror(errno));
+		return;
+	}
+	range_lock_tree_dump(&tree, f);
+	fclose(f);
+	snprintf(pat, sizeof(pat), "tid=%u\n", tid);
+	if (strstr(buf, pat))
+		error("%s %d (tid %u) was cancelled in a killable call and left a"
+		      " request in the tree:\n%s", slot_name(s), s->id, tid, buf);
+	free(buf);
+}
+
+static atomic_bool no_restart;
+
+static void *cancel_thread(void *arg)
+{
+	struct rng r;
+	int *cand = calloc((size_t)nr_slots, sizeof(int));
+
+	(void)arg;
+	rng_seed(&r, opt.seed ^ 0x43414e43ull);
+	while (!nap(opt.cancel_ms * 1000000ull)) {
+		struct slot *s;
+		pthread_t h;
+		void *ret;
+		uint32_t tid;
+		int n = 0, rc;
+
+		for (int i = 0; i < nr_slots; i++)
+			if (GET(slots[i].state) == S_LOCKING && GET(slots[i].call) == C_KILL)
+				cand[n++] = i;
+		if (!n)
+			continue;
+		s = &slots[cand[rnd(&r) % (uint64_t)n]];
+		pthread_mutex_lock(&s->m);
+		if (!s->running) {
+			pthread_mutex_unlock(&s->m);
+			continue;
+		}
+		h = s->thread;
+		s->running = false;
+		pthread_mutex_unlock(&s->m);
+
+		tid = GET(s->tid);
+		pthread_cancel(h);
+		INC(cancels_sent);
+		rc = pthread_join(h, &ret);
+		if (rc) {
+			error("pthread_join: %s", strerror(rc));
+			continue;
+		}
+		if (ret != PTHREAD_CANCELED)
+			continue; /* ended by the stop before acting on it */
+		INC(cancels_joined);
+		if (GET(s->state) != S_DEAD) {
+			/* Its cancel state was DISABLED there: a cancellation
+			 * requested in a killable wait acted later.  Whatever
+			 * it held stays held (in the tree and in the shadow
+			 * array), so later failures follow from this one; its
+			 * slot is not restarted, so that its stack (where the
+			 * request lives) is not reused under the tree. */
+			error("%s %d (tid %u) ended cancelled while %s (%s call) [%" PRIu64
+			      ", %" PRIu64 "], outside the killable call and the"
+			      " testcancel point, with cancellation disabled; what it"
+			      " held stays locked", slot_name(s), s->id, tid,
+			      state_names[GET(s->state)], call_names[GET(s->call)],
+			      GET(s->cur_start), GET(s->cur_last));
+			set_state(s, S_DONE);
+			/* No new thread either: glibc would hand it the dead
+			 * thread's cached stack. */
+			atomic_store(&no_restart, true);
+			continue;
+		}
+		check_withdrawn(s, tid);
+		if (atomic_load(&stop) || atomic_load(&no_restart)) {
+			set_state(s, S_DONE);
+			continue;
+		}
+		s->generation++;
+		rc = start_worker(s);
+		if (rc)
+			error("cannot restart %s %d: pthread_create: %s", slot_name(s),
+			      s->id, strerror(rc));
+		else
+			INC(restarts);
+	}
+	free(cand);
+	return NULL;
+}
+
+/* ---- statistics --------------------------------------------------------------- */
+
+struct mode_sum {
+	uint64_t total, max, min, fails;
+	int threads;
+};
+
+static struct mode_sum sum_mode(bool writer)
+{
+	struct mode_sum m = { 0, 0, UINT64_MAX, 0, 0 };
+
+	for (int i = 0; i < nr_slots; i++) {
+		uint64_t n;
+
+		if (slots[i].writer != writer)
+			continue;
+		n = GET(slots[i].acquired);
+		m.threads++;
+		m.total += n;
+		m.fails += GET(slots[i].fails);
+		if (n > m.max)
+			m.max = n;
+		if (n < m.min)
+			m.min = n;
+	}
+	if (!m.threads)
+		m.min = 0;
+	return m;
+}
+
+static void print_mode(FILE *f, const char *prefix, bool writer)
+{
+	struct mode_sum m = sum_mode(writer);
+
+	fprintf(f, "%s%s Total: %" PRIu64 " Max/Min: %" PRIu64 "/%" PRIu64 "%s Fail: %"
+		PRIu64 "%s\n", prefix, writer ? "Writes:" : "Reads:", m.total, m.max,
+		m.min, m.threads && m.max / 2 > m.min ? " ???" : "", m.fails,
+		m.fails ? " !!!" : "");
+}
+
+static uint64_t sum_field(size_t offset)
+{
+	uint64_t t = 0;
+
+	for (int i = 0; i < nr_slots; i++)
+		t += atomic_load_explicit((_Atomic uint64_t *)((char *)&slots[i] + offset),
+					  memory_order_relaxed);
+	return t;
+}
+#define SUM(field) sum_field(offsetof(struct slot, field))
+
+/* ---- the watchdog --------------------------------------------------------------- */
+
+static atomic_bool watchdog_done;
+
+static void *dump_thread(void *arg)
+{
+	(void)arg;
+	range_lock_tree_dump(&tree, stdout);
+	fflush(stdout);
+	return NULL;
+}
+
+static _Noreturn void hang(const char *why)
+{
+	uint64_t now = now_ns();
+	pthread_t t;
+
+	fflush(stderr);
+	printf("HANG: %s\n", why);
+	for (int i = 0; i < nr_slots; i++) {
+		struct slot *s = &slots[i];
+		int st = GET(s->state);
+		double secs = (double)(now - GET(s->since_ns)) / 1e9;
+		bool stuck = (st == S_LOCKING || st == S_HOLDING || st == S_PAUSED) &&
+			     secs * 1000 >= opt.watchdog_s * 1000.0;
+
+		printf("  %s %d (tid %u): %s", slot_name(s), s->id, GET(s->tid),
+		       state_names[st]);
+		if (st == S_LOCKING || st == S_HOLDING)
+			printf(" (%s call) [%" PRIu64 ", %" PRIu64 "]",
+			       call_names[GET(s->call)], GET(s->cur_start), GET(s->cur_last));
+		printf(" for %.3f s, %" PRIu64 " acquisitions%s\n", secs,
+		       GET(s->acquired), stuck ? "  <-- STUCK" : "");
+	}
+	if (type_is_range()) {
+		struct timespec ts;
+
+		printf("Tree:\n");
+		fflush(stdout);
+		/* The dump takes the internal tree lock: if that is what hangs,
+		 * do not hang with it. */
+		if (pthread_create(&t, NULL, dump_thread, NULL) == 0) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 3;
+			if (pthread_timedjoin_np(t, NULL, &ts))
+				printf("  (tree dump blocked for 3 s: the internal tree lock is held)\n");
+		}
+	}
+	print_mode(stdout, "", true);
+	print_mode(stdout, "", false);
+	printf("End of test: FAILURE\n");
+	fflush(stdout);
+	_exit(EXIT_FAILURE);
+}
+
+static void *watchdog_thread(void *arg)
+{
+	uint64_t last_sum = 0, last_change = now_ns(), next_stat;
+	uint64_t limit = opt.watchdog_s * 1000000000ull;
+	uint64_t t0 = now_ns();
+	char why[256];
+
+	(void)arg;
+	next_stat = t0 + opt.stat_interval_s * 1000000000ull;
+	while (!atomic_load(&watchdog_done)) {
+		uint64_t now, sum, end;
+
+		sleep_ns(50000000);
+		now = now_ns();
+		sum = SUM(progress);
+		if (sum != last_sum || atomic_load(&paused)) {
+			last_sum = sum;
+			last_change = now;
+		}
+		if (now - last_change >= limit) {
+			snprintf(why, sizeof(why), "no lock call completed for %u s", opt.watchdog_s);
+			hang(why);
+		}
+		for (int i = 0; i < nr_slots; i++) {
+			struct slot *s = &slots[i];
+			int st = GET(s->state);
+			uint64_t since = GET(s->since_ns);
+			uint64_t lim = limit + (st == S_PAUSED ? opt.stutter_ms * 1000000ull : 0);
+
+			if ((st == S_LOCKING || st == S_HOLDING || st == S_PAUSED) &&
+			    now > since && now - since >= lim) {
+				snprintf(why, sizeof(why), "%s %d (tid %u) %s for %.1f s",
+					 slot_name(s), s->id, GET(s->tid), state_names[st],
+					 (double)(now - since) / 1e9);
+				hang(why);
+			}
+		}
+		end = GET(run_end_ns);
+		if (end && now - end >= limit) {
+			snprintf(why, sizeof(why), "the threads did not finish %u s after"
+				 " the end of the run", opt.watchdog_s);
+			hang(why);
+		}
+		if (opt.stat_interval_s && now >= next_stat) {
+			char prefix[32];
+
+			snprintf(prefix, sizeof(prefix), "[%.1f s] ", (double)(now - t0) / 1e9);
+			print_mode(stdout, prefix, true);
+			print_mode(stdout, prefix, false);
+			fflush(stdout);
+			next_stat += opt.stat_interval_s * 1000000000ull;
+		}
+	}
+	return NULL;
+}
+
+/* ---- options ---------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: rangelock-torture [options]\n"
+"  --type=T            range (default), range-full, rwlock, mutex, busted,\n"
+"                      busted-range (the last two are broken on purpose)\n"
+"  --readers=N         reader threads (default 2 per CPU; 0 for mutex)\n"
+"  --writers=N         writer threads (default 2 per CPU); not both 0\n"
+"  --duration=S        seconds to run (default 5; decimals allowed)\n"
+"  --pool=N            units in the range pool (default 4096)\n"
+"  --base=N            library unit of pool unit 0 (default 0)\n"
+"  --max-len=N         range lengths 1..N (default 0: the kernel torture's\n"
+"                      random [start, last] in the pool)\n"
+"  --full-share=P      percent of range requests for [0, RANGE_LOCK_FULL] (1)\n"
+"  --long-hold=P       percent of holds that are long (default 1)\n"
+"  --long-us=US        length of a long hold (default 2000)\n"
+"  --hold-us=US        short holds: 0..US of busy time (default 20; 0: empty)\n"
+"  --empty             empty critical sections (--hold-us=0 --long-hold=0)\n"
+"  --calls=LIST        lock calls to mix, comma-separated: plain, try, intr,\n"
+"                      kill, timed, downgrade, all (default plain)\n"
+"  --stutter=MS        run MS, pause MS, all threads together (default 0: off)\n"
+"  --shuffle=MS        re-pin threads to CPUs every MS (default 0: off)\n"
+"  --cpus=N            run on N CPUs only (default 0: all allowed)\n"
+"  --storm / --no-storm  signal storm (default: on when intr is in the mix)\n"
+"  --sa-restart=M      storm handler flags: on, off, alternate (default,\n"
+"                      switching every 100 ms)\n"
+"  --signal-us=US      between two signals of the storm (default 200)\n"
+"  --cancel-ms=MS      between two cancellations, kill mix (default 5)\n"
+"  --timeout-us=US     timed calls: deadlines 0..2*US ahead (default 50)\n"
+"  --watchdog=S        declare a hang after S s without progress (default 10)\n"
+"  --stat-interval=S   print the counters every S s (default 0: at the end)\n"
+"  --seed=N            random seed (default: from the clock; printed)\n"
+"  --inject=W          break the harness on purpose: hang (a thread never\n"
+"                      unlocks; the watchdog must fire), leak (a request is\n"
+"                      never unlocked; range_lock_tree_destroy must fail)\n"
+"  --verbose, --help\n");
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (!s || !*s || *s == '-')
+		return false;
+	v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_double(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return !errno && *end == '\0' && end != s && *out >= 0;
+}
+
+static _Noreturn void bad_option(const char *name, const char *value)
+{
+	fprintf(stderr, "rangelock-torture: bad value for --%s: '%s'\n", name,
+		value ? value : "");
+	usage(stderr);
+	exit(2);
+}
+
+static void parse_calls(char *list)
+{
+	char *save = NULL;
+
+	memset(opt.calls, 0, sizeof(opt.calls));
+	opt.downgrade = false;
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		bool found = false;
+
+		if (!strcmp(t, "all")) {
+			for (int i = 0; i < NR_CALLS; i++)
+				opt.calls[i] = true;
+			opt.downgrade = true;
+			continue;
+		}
+		if (!strcmp(t, "downgrade")) {
+			opt.downgrade = true;
+			continue;
+		}
+		for (int i = 0; i < NR_CALLS; i++) {
+			if (!strcmp(t, call_names[i]) ||
+			    (i == C_TRY && !strcmp(t, "trylock")) ||
+			    (i == C_INTR && !strcmp(t, "interruptible")) ||
+			    (i == C_KILL && !strcmp(t, "killable"))) {
+				opt.calls[i] = true;
+				found = true;
+			}
+		}
+		if (!found)
+			bad_option("calls", t);
+	}
+	/* downgrade alone: plain write locks, then downgraded */
+	if (!opt.calls[C_PLAIN] && !opt.calls[C_TRY] && !opt.calls[C_INTR] &&
+	    !opt.calls[C_KILL] && !opt.calls[C_TIMED])
+		opt.calls[C_PLAIN] = true;
+}
+
+static void parse_options(int argc, char **argv)
+{
+	enum {
+		O_TYPE = 256, O_READERS, O_WRITERS, O_DURATION, O_POOL, O_BASE,
+		O_MAXLEN, O_FULL, O_LONG, O_LONGUS, O_HOLDUS, O_EMPTY, O_CALLS,
+		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
+		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT,
+		O_VERBOSE, O_HELP,
+	};
+	static const struct option longopts[] = {
+		{ "type", required_argument, 0, O_TYPE },
+		{ "readers", required_argument, 0, O_READERS },
+		{ "writers", required_argument, 0, O_WRITERS },
+		{ "duration", required_argument, 0, O_DURATION },
+		{ "pool", required_argument, 0, O_POOL },
+		{ "base", required_argument, 0, O_BASE },
+		{ "max-len", required_argument, 0, O_MAXLEN },
+		{ "full-share", required_argument, 0, O_FULL },
+		{ "long-hold", required_argument, 0, O_LONG },
+		{ "long-us", required_argument, 0, O_LONGUS },
+		{ "hold-us", required_argument, 0, O_HOLDUS },
+		{ "empty", no_argument, 0, O_EMPTY },
+		{ "calls", required_argument, 0, O_CALLS },
+		{ "stutter", required_argument, 0, O_STUTTER },
+		{ "shuffle", required_argument, 0, O_SHUFFLE },
+		{ "cpus", required_argument, 0, O_CPUS },
+		{ "storm", no_argument, 0, O_STORM },
+		{ "no-storm", no_argument, 0, O_NOSTORM },
+		{ "sa-restart", required_argument, 0, O_SA },
+		{ "signal-us", required_argument, 0, O_SIGUS },
+		{ "cancel-ms", required_argument, 0, O_CANCELMS },
+		{ "timeout-us", required_argument, 0, O_TIMEOUTUS },
+		{ "watchdog", required_argument, 0, O_WATCHDOG },
+		{ "stat-interval", required_argument, 0, O_STAT },
+		{ "seed", required_argument, 0, O_SEED },
+		{ "inject", required_argument, 0, O_INJECT },
+		{ "verbose", no_argument, 0, O_VERBOSE },
+		{ "help", no_argument, 0, O_HELP },
+		{ 0, 0, 0, 0 },
+	};
+	bool seeded = false;
+	uint64_t v;
+	int c;
+
+	opt.calls[C_PLAIN] = true;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		const char *name = NULL;
+
+		for (const struct option *o = longopts; o->name; o++)
+			if (o->val == c)
+				name = o->name;
+		switch (c) {
+		case O_TYPE: {
+			bool found = false;
+
+			for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
+				if (!strcmp(optarg, type_names[i])) {
+					opt.type = (enum lock_type)i;
+					found = true;
+				}
+			if (!found)
+				bad_option(name, optarg);
+			break;
+		}
+		case O_READERS:
+		case O_WRITERS:
+			if (!parse_u64(optarg, &v) || v > 4096)
+				bad_option(name, optarg);
+			*(c == O_READERS ? &opt.readers : &opt.writers) = (int)v;
+			break;
+		case O_DURATION:
+			if (!parse_double(optarg, &opt.duration) || opt.duration <= 0 ||
+			    opt.duration > 1e6)
+				bad_option(name, optarg);
+			break;
+		case O_POOL:
+			if (!parse_u64(optarg, &opt.pool) || !opt.pool || opt.pool > (1u << 24))
+				bad_option(name, optarg);
+			break;
+		case O_BASE:
+			if (!parse_u64(optarg, &opt.base))
+				bad_option(name, optarg);
+			break;
+		case O_MAXLEN:
+			if (!parse_u64(optarg, &opt.max_len))
+				bad_option(name, optarg);
+			break;
+		case O_FULL:
+			if (!parse_double(optarg, &opt.full_share) || opt.full_share > 100)
+				bad_option(name, optarg);
+			break;
+		case O_LONG:
+			if (!parse_double(optarg, &opt.long_share) || opt.long_share > 100)
+				bad_option(name, optarg);
+			break;
+		case O_LONGUS:
+			if (!parse_u64(optarg, &v) || v > 10000000)
+				bad_option(name, optarg);
+			opt.long_us = v;
+			break;
+		case O_HOLDUS:
+			if (!parse_u64(optarg, &v) || v > 1000000)
+				bad_option(name, optarg);
+			opt.hold_us = (unsigned)v;
+			break;
+		case O_EMPTY:
+			opt.hold_us = 0;
+			opt.long_share = 0;
+			break;
+		case O_CALLS:
+			parse_calls(optarg);
+			break;
+		case O_STUTTER:
+		case O_SHUFFLE:
+		case O_SIGUS:
+		case O_CANCELMS:
+		case O_TIMEOUTUS:
+		case O_WATCHDOG:
+		case O_STAT:
+			if (!parse_u64(optarg, &v) || v > 100000000)
+				bad_option(name, optarg);
+			*(c == O_STUTTER ? &opt.stutter_ms : c == O_SHUFFLE ? &opt.shuffle_ms :
+			  c == O_SIGUS ? &opt.signal_us : c == O_CANCELMS ? &opt.cancel_ms :
+			  c == O_TIMEOUTUS ? &opt.timeout_us : c == O_WATCHDOG ? &opt.watchdog_s :
+			  &opt.stat_interval_s) = (unsigned)v;
+			break;
+		case O_CPUS:
+			if (!parse_u64(optarg, &v) || v > CPU_SETSIZE)
+				bad_option(name, optarg);
+			opt.cpus = (int)v;
+			break;
+		case O_STORM:
+			opt.storm = 1;
+			break;
+		case O_NOSTORM:
+			opt.storm = 0;
+			break;
+		case O_SA:
+			if (!strcmp(optarg, "on"))
+				opt.sa = SA_ON;
+			else if (!strcmp(optarg, "off"))
+				opt.sa = SA_OFF;
+			else if (!strcmp(optarg, "alternate"))
+				opt.sa = SA_ALTERNATE;
+			else
+				bad_option(name, optarg);
+			break;
+		case O_SEED:
+			if (!parse_u64(optarg, &opt.seed))
+				bad_option(name, optarg);
+			seeded = true;
+			break;
+		case O_INJECT:
+			if (!strcmp(optarg, "hang"))
+				opt.inject = INJ_HANG;
+			else if (!strcmp(optarg, "leak"))
+				opt.inject = INJ_LEAK;
+			else if (!strcmp(optarg, "none"))
+				opt.inject = INJ_NONE;
+			else
+				bad_option(name, optarg);
+			break;
+		case O_VERBOSE:
+			opt.verbose = true;
+			break;
+		case O_HELP:
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rangelock-torture: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		exit(2);
+	}
+	if (!seeded)
+		opt.seed = now_ns() ^ ((uint64_t)getpid() << 32);
+	if (!opt.watchdog_s)
+		bad_option("watchdog", "0");
+	if (opt.calls[C_INTR] && !opt.signal_us)
+		bad_option("signal-us", "0");
+	if (opt.calls[C_KILL] && !opt.cancel_ms)
+		bad_option("cancel-ms", "0");
+	if (opt.base > UINT64_MAX - (opt.pool - 1))
+		bad_option("base", "(base + pool - 1 must fit in 64 bits)");
+	if (opt.storm < 0)
+		opt.storm = opt.calls[C_INTR];
+	if (opt.storm && !opt.signal_us)
+		bad_option("signal-us", "0");
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+static void join_helper(pthread_t t, bool started)
+{
+	if (started)
+		pthread_join(t, NULL);
+}
+
+static void restrict_cpus(void)
+{
+	cpu_set_t set;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(allowed_cpus), &allowed_cpus)) {
+		perror("rangelock-torture: sched_getaffinity");
+		exit(2);
+	}
+	CPU_ZERO(&set);
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &allowed_cpus))
+			continue;
+		if (opt.cpus && n >= opt.cpus)
+			break;
+		CPU_SET(c, &set);
+		cpu_list[n++] = c;
+	}
+	if (opt.cpus && n < opt.cpus)
+		fprintf(stderr, "rangelock-torture: only %d CPU(s) allowed, running on %d\n",
+			n, n);
+	if (opt.cpus && sched_setaffinity(0, sizeof(set), &set)) {
+		perror("rangelock-torture: sched_setaffinity");
+		exit(2);
+	}
+	allowed_cpus = set;
+	nr_allowed_cpus = n;
+}
+
+/* The statistics must agree with what the threads saw. */
+static void check_tree_stats(const struct range_lock_stats *st)
+{
+	uint64_t acquired = SUM(acquired), lib = st->read_acquired + st->write_acquired;
+
+	if (st->held_now || st->waiting_now)
+		error("tree statistics: held_now=%" PRIu64 " waiting_now=%" PRIu64
+		      " after every thread ended (expected 0 and 0)", st->held_now,
+		      st->waiting_now);
+	if (st->gave_up_signal != SUM(gave_up_intr))
+		error("tree statistics: gave_up_signal=%" PRIu64 " but the threads saw"
+		      " %" PRIu64 " -EINTR", st->gave_up_signal, SUM(gave_up_intr));
+	if (st->gave_up_timeout != SUM(gave_up_timeout))
+		error("tree statistics: gave_up_timeout=%" PRIu64 " but the threads saw"
+		      " %" PRIu64 " -ETIMEDOUT", st->gave_up_timeout, SUM(gave_up_timeout));
+	if (st->trylock_failed != SUM(try_busy))
+		error("tree statistics: trylock_failed=%" PRIu64 " but the threads saw"
+		      " %" PRIu64 " busy trylocks", st->trylock_failed, SUM(try_busy));
+	if (st->gave_up_cancel != SUM(cancelled_in_lock))
+		error("tree statistics: gave_up_cancel=%" PRIu64 " but %" PRIu64
+		      " threads were cancelled in a killable call", st->gave_up_cancel,
+		      SUM(cancelled_in_lock));
+	/* A waiter cancelled just after its grant is counted as acquired by
+	 * the library but never saw its lock call return. */
+	if (lib < acquired || lib > acquired + st->gave_up_cancel)
+		error("tree statistics: %" PRIu64 " acquisitions but the threads saw"
+		      " %" PRIu64 " (and %" PRIu64 " cancellations)", lib, acquired,
+		      st->gave_up_cancel);
+}
+
+static void print_calls(void)
+{
+	printf("Calls: plain %" PRIu64 ", try %" PRIu64 " (busy %" PRIu64 "), intr %" PRIu64
+	       " (EINTR %" PRIu64 "), kill %" PRIu64 " (cancelled in call %" PRIu64
+	       ", at testcancel %" PRIu64 "), timed %" PRIu64 " (ETIMEDOUT %" PRIu64
+	       ", EINVAL %" PRIu64 "); downgrades %" PRIu64 ", long holds %" PRIu64 "\n",
+	       SUM(by_call[C_PLAIN]), SUM(by_call[C_TRY]), SUM(try_busy),
+	       SUM(by_call[C_INTR]), SUM(gave_up_intr), SUM(by_call[C_KILL]),
+	       SUM(cancelled_in_lock), SUM(cancelled_outside), SUM(by_call[C_TIMED]),
+	       SUM(gave_up_timeout), SUM(gave_up_einval), SUM(downgrades),
+	       SUM(long_holds));
+	printf("Helpers: signals sent %" PRIu64 ", handled %" PRIu64 " (SA_RESTART"
+	       " toggles %" PRIu64 "); cancels %" PRIu64 " (joined cancelled %" PRIu64
+	       ", restarted %" PRIu64 "); shuffles %" PRIu64 "; stutters %" PRIu64 "\n",
+	       GET(signals_sent), GET(signals_handled), GET(sa_toggles), GET(cancels_sent),
+	       GET(cancels_joined), GET(restarts), GET(shuffles), GET(stutters));
+}
+
+static void check_starvation(bool writer, double secs)
+{
+	struct mode_sum m = sum_mode(writer);
+
+	if (!m.threads)
+		return;
+	if (m.min == 0 && secs >= 1.0) {
+		for (int i = 0; i < nr_slots; i++)
+			if (slots[i].writer == writer && !GET(slots[i].acquired))
+				error("STARVATION: %s %d never acquired its lock in %.1f s",
+				      slot_name(&slots[i]), slots[i].id, secs);
+		printf("STARVATION: %s thread(s) never acquired the lock\n",
+		       writer ? "writer" : "reader");
+	} else if (m.max / 2 > m.min) {
+		printf("STARVATION?: %s Max/Min %" PRIu64 "/%" PRIu64 " (per thread, %s)\n",
+		       writer ? "Writes" : "Reads", m.max, m.min,
+		       m.max / 16 > m.min ? "far apart" : "uneven");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t wd, stut, shuf, storm, canc;
+	bool have_stut = false, have_shuf = false, have_storm = false, have_canc = false;
+	struct range_lock_stats st;
+	uint64_t t0, failures;
+	double secs;
+	int ncpu, rc, destroyed = 0;
+
+	parse_options(argc, argv);
+	restrict_cpus();
+	ncpu = nr_allowed_cpus > 0 ? nr_allowed_cpus : 1;
+	if (opt.writers < 0)
+		opt.writers = 2 * ncpu;
+	if (opt.readers < 0)
+		opt.readers = opt.type == T_MUTEX ? 0 : 2 * ncpu;
+	if (!opt.readers && !opt.writers) {
+		fprintf(stderr, "rangelock-torture: nothing to torture: --readers and"
+				" --writers are both 0; run at least one reader or"
+				" writer thread\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	shadow = calloc(opt.pool, sizeof(*shadow));
+	nr_slots = opt.writers + opt.readers;
+	slots = calloc((size_t)nr_slots, sizeof(*slots));
+	if (!shadow || !slots) {
+		fprintf(stderr, "rangelock-torture: out of memory\n");
+		return 2;
+	}
+	for (int i = 0; i < nr_slots; i++) {
+		slots[i].writer = i < opt.writers;
+		slots[i].id = slots[i].writer ? i : i - opt.writers;
+		pthread_mutex_init(&slots[i].m, NULL);
+		set_state(&slots[i], S_IDLE);
+	}
+
+	if (type_is_range()) {
+		range_lock_tree_init(&tree);
+		rc = range_lock_tree_enable_stats(&tree, &tree_stats);
+		if (rc) {
+			fprintf(stderr, "rangelock-torture: range_lock_tree_enable_stats: %d\n", rc);
+			return 2;
+		}
+	} else if (opt.type == T_RWLOCK) {
+		pthread_rwlockattr_t a;
+
+		/* Writer-preferring, so that writers are not starved. */
+		pthread_rwlockattr_init(&a);
+		pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&rwlock, &a);
+		pthread_rwlockattr_destroy(&a);
+	}
+
+	printf("rangelock-torture (librangelock %s): type=%s writers=%d readers=%d"
+	       " duration=%.3g s pool=%" PRIu64 " base=%" PRIu64 " max-len=%" PRIu64
+	       " full-share=%g%% long-hold=%g%% long-us=%llu hold-us=%u calls=",
+	       rangelock_version(), type_names[opt.type], opt.writers, opt.readers,
+	       opt.duration, opt.pool, opt.base, opt.max_len, opt.full_share,
+	       opt.long_share, opt.long_us, opt.hold_us);
+	for (int i = 0, n = 0; i < NR_CALLS; i++)
+		if (opt.calls[i])
+			printf("%s%s", n++ ? "," : "", call_names[i]);
+	printf("%s stutter=%u ms shuffle=%u ms cpus=%d storm=%s sa-restart=%s"
+	       " watchdog=%u s seed=%" PRIu64 "%s\n",
+	       opt.downgrade ? ",downgrade" : "", opt.stutter_ms, opt.shuffle_ms,
+	       nr_allowed_cpus, opt.storm ? "on" : "off",
+	       opt.sa == SA_ON ? "on" : opt.sa == SA_OFF ? "off" : "alternate",
+	       opt.watchdog_s, opt.seed,
+	       opt.inject == INJ_HANG ? " inject=hang" : opt.inject == INJ_LEAK ? " inject=leak" : "");
+	if (!type_is_range() && (opt.calls[C_INTR] || opt.calls[C_KILL]))
+		printf("note: %s has no interruptible or killable calls: those are plain calls here\n",
+		       type_names[opt.type]);
+	if (opt.downgrade && !can_downgrade())
+		printf("note: %s cannot downgrade: downgrade ignored\n", type_names[opt.type]);
+	if (type_is_busted())
+		printf("note: %s is broken on purpose: this run must end in FAILURE\n",
+		       type_names[opt.type]);
+
+	if (opt.storm)
+		install_handler(opt.sa != SA_OFF);
+
+	if ((rc = pthread_create(&wd, NULL, watchdog_thread, NULL))) {
+		fprintf(stderr, "rangelock-torture: pthread_create: %s\n", strerror(rc));
+		return 2;
+	}
+	t0 = now_ns();
+	for (int i = 0; i < nr_slots; i++) {
+		if ((rc = start_worker(&slots[i]))) {
+			error("pthread_create: %s", strerror(rc));
+			atomic_store(&stop, true);
+			break;
+		}
+	}
+	if (opt.stutter_ms)
+		have_stut = !pthread_create(&stut, NULL, stutter_thread, NULL);
+	if (opt.shuffle_ms)
+		have_shuf = !pthread_create(&shuf, NULL, shuffle_thread, NULL);
+	if (opt.storm)
+		have_storm = !pthread_create(&storm, NULL, storm_thread, NULL);
+	if (opt.calls[C_KILL] && type_is_range())
+		have_canc = !pthread_create(&canc, NULL, cancel_thread, NULL);
+
+	if (!atomic_load(&stop))
+		sleep_until(t0 + (uint64_t)(opt.duration * 1e9));
+
+	/* Stop: helpers first (the canceller joins what it cancelled and
+	 * restarts nothing more), then every worker. */
+	SET(run_end_ns, now_ns());
+	atomic_store(&stop, true);
+	pthread_mutex_lock(&stutter_mutex);
+	atomic_store(&paused, false);
+	pthread_cond_broadcast(&stutter_cond);
+	pthread_mutex_unlock(&stutter_mutex);
+	join_helper(canc, have_canc);
+	join_helper(storm, have_storm);
+	join_helper(shuf, have_shuf);
+	join_helper(stut, have_stut);
+	for (int i = 0; i < nr_slots; i++) {
+		struct slot *s = &slots[i];
+		pthread_t h;
+		bool running;
+		void *ret = NULL;
+
+		pthread_mutex_lock(&s->m);
+		running = s->running;
+		h = s->thread;
+		s->running = false;
+		pthread_mutex_unlock(&s->m);
+		if (running) {
+			pthread_join(h, &ret);
+			if (ret == PTHREAD_CANCELED)
+				error("%s %d ended cancelled after the canceller stopped",
+				      slot_name(s), s->id);
+		}
+	}
+	secs = (double)(now_ns() - t0) / 1e9;
+	atomic_store(&watchdog_done, true);
+	pthread_join(wd, NULL);
+
+	/* Everything is joined: judge. */
+	for (uint64_t u = 0; u < opt.pool; u++) {
+		uint32_t w = atomic_load(&shadow[u].writers), r = atomic_load(&shadow[u].readers);
+
+		if (w || r) {
+			error("shadow array not empty at the end: unit %" PRIu64 " has %u"
+			      " writer(s) and %u reader(s)", opt.base + u, w, r);
+			break;
+		}
+	}
+	print_mode(stdout, "", true);
+	print_mode(stdout, "", false);
+	print_calls();
+	if (type_is_range()) {
+		range_lock_tree_get_stats(&tree, &st);
+		printf("Tree stats: read_acquired=%" PRIu64 " write_acquired=%" PRIu64
+		       " contended=%" PRIu64 " wait_ns_total=%" PRIu64 " wait_ns_max=%" PRIu64
+		       " gave_up_signal=%" PRIu64 " gave_up_timeout=%" PRIu64
+		       " gave_up_cancel=%" PRIu64 " trylock_failed=%" PRIu64
+		       " held_now=%" PRIu64 " waiting_now=%" PRIu64 " held_peak=%" PRIu64
+		       " waiting_peak=%" PRIu64 "\n",
+		       st.read_acquired, st.write_acquired, st.contended, st.wait_ns_total,
+		       st.wait_ns_max, st.gave_up_signal, st.gave_up_timeout,
+		       st.gave_up_cancel, st.trylock_failed, st.held_now, st.waiting_now,
+		       st.held_peak, st.waiting_peak);
+		if (st.contended)
+			printf("Tree wait: mean %.1f us, max %.1f us\n",
+			       (double)st.wait_ns_total / (double)st.contended / 1e3,
+			       (double)st.wait_ns_max / 1e3);
+		if (opt.type != T_BUSTED_RANGE)
+			check_tree_stats(&st);
+		destroyed = range_lock_tree_destroy(&tree);
+		if (destroyed) {
+			error("range_lock_tree_destroy returned %d (%s): requests left in"
+			      " the tree", destroyed, strerror(-destroyed));
+			range_lock_tree_dump(&tree, stdout);
+		}
+	} else if (opt.type == T_RWLOCK) {
+		if ((rc = pthread_rwlock_destroy(&rwlock)))
+			error("pthread_rwlock_destroy: %s", strerror(rc));
+	} else if (opt.type == T_MUTEX) {
+		if ((rc = pthread_mutex_destroy(&mutex)))
+			error("pthread_mutex_destroy: %s", strerror(rc));
+	}
+	check_starvation(true, secs);
+	check_starvation(false, secs);
+
+	failures = SUM(fails) + SUM(errors) + GET(global_errors);
+	if (SUM(errors) || GET(global_errors))
+		printf("Errors: %" PRIu64 " call contract / end-of-run check failure(s)"
+		       " (details on stderr)\n", SUM(errors) + GET(global_errors));
+	printf("Run: %.2f s\n", secs);
+	fflush(stderr);
+	printf("End of test: %s\n", failures ? "FAILURE" : "SUCCESS");
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}
