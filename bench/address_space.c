@@ -27,9 +27,18 @@
  *   as_fault(addr, write)    find the region of a page, check the access,
  *                            read the page, count the fault
  * map, unmap and protect write every word of the pages they change (zero
- * filling, tearing down, re-stamping the page table, in a real kernel), so
- * they hold their write lock for a while; that is what faults elsewhere must
- * not wait for.
+ * filling, tearing down, re-stamping the page table, in a real kernel) and
+ * then sleep --hold-us under their write lock (a kernel sleeps under
+ * mmap_sem for I/O or reclaim), so they hold the lock for a while: that is
+ * what faults elsewhere should not have to wait for.
+ *
+ * The workload: F faulter threads fault random pages of the lower half of
+ * the address space (long-lived regions: heap, stacks, text), and with
+ * --churn-faults some of the upper half; M mapper threads map, unmap and
+ * re-protect regions in the upper half, pausing --pause-us between
+ * operations.  The program prints faults per second, the mappers'
+ * operations per second, and how much of the faulters' time went into
+ * waiting for the lock.
  *
  * The locking rule, the same in every mode: a region, its fields and its
  * pages change only under a write lock covering the whole region, and are
@@ -90,6 +99,7 @@ typedef pthread_rwlock_t as_lock_t;
 #define as_lock_destroy(as)           (pthread_rwlock_destroy(&(as)->lock), 0)
 #define as_range_define(r, first, last) do { } while (0)
 #define as_read_lock(as, r)           pthread_rwlock_rdlock(&(as)->lock)
+#define as_read_trylock(as, r)        (pthread_rwlock_tryrdlock(&(as)->lock) == 0)
 #define as_read_unlock(as, r)         pthread_rwlock_unlock(&(as)->lock)
 #define as_write_lock(as, r)          pthread_rwlock_wrlock(&(as)->lock)
 #define as_write_unlock(as, r)        pthread_rwlock_unlock(&(as)->lock)
@@ -101,6 +111,7 @@ typedef struct range_lock_tree as_lock_t;
 #define as_lock_destroy(as)           range_lock_tree_destroy(&(as)->lock)
 #define as_range_define(r, first, last) DEFINE_RANGE_LOCK_FULL(r)
 #define as_read_lock(as, r)           range_read_lock(&(as)->lock, &(r))
+#define as_read_trylock(as, r)        range_read_trylock(&(as)->lock, &(r))
 #define as_read_unlock(as, r)         range_read_unlock(&(as)->lock, &(r))
 #define as_write_lock(as, r)          range_write_lock(&(as)->lock, &(r))
 #define as_write_unlock(as, r)        range_write_unlock(&(as)->lock, &(r))
@@ -112,6 +123,7 @@ typedef struct range_lock_tree as_lock_t;
 #define as_lock_destroy(as)           range_lock_tree_destroy(&(as)->lock)
 #define as_range_define(r, first, last) DEFINE_RANGE_LOCK(r, first, last)
 #define as_read_lock(as, r)           range_read_lock(&(as)->lock, &(r))
+#define as_read_trylock(as, r)        range_read_trylock(&(as)->lock, &(r))
 #define as_read_unlock(as, r)         range_read_unlock(&(as)->lock, &(r))
 #define as_write_lock(as, r)          range_write_lock(&(as)->lock, &(r))
 #define as_write_unlock(as, r)        range_write_unlock(&(as)->lock, &(r))
@@ -125,6 +137,7 @@ typedef int as_lock_t;
 #define as_lock_destroy(as)           0
 #define as_range_define(r, first, last) do { } while (0)
 #define as_read_lock(as, r)           do { } while (0)
+#define as_read_trylock(as, r)        1
 #define as_read_unlock(as, r)         do { } while (0)
 #define as_write_lock(as, r)          do { } while (0)
 #define as_write_unlock(as, r)        do { } while (0)
@@ -176,6 +189,7 @@ struct address_space {
 	_Atomic uint64_t *backing;      /* pages * page_words words */
 	_Atomic uint64_t *page_faults;  /* faults per page since mapped */
 	_Atomic uint64_t next_id;
+	long hold_us;                   /* extra time map/unmap/protect hold */
 
 	pthread_mutex_t retire_lock;    /* unmapped regions, freed at exit */
 	struct region *retired;
@@ -291,6 +305,14 @@ static _Atomic uint64_t *page_words_of(struct address_space *as, uint64_t page)
 	return &as->backing[page * as->page_words];
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Write @value into every word of the pages [start, end). */
 static void fill_pages(struct address_space *as, uint64_t start, uint64_t end,
 		       uint64_t value)
@@ -300,6 +322,20 @@ static void fill_pages(struct address_space *as, uint64_t start, uint64_t end,
 
 	for (i = 0; i < n; i++)
 		STORE(&w[i], value);
+}
+
+/*
+ * The rest of a change's time under the write lock: --hold-us asleep, as a
+ * kernel sleeps under mmap_sem for I/O, memory reclaim or a TLB shootdown.
+ * While it sleeps, every fault that needs the lock waits; that waiting, not
+ * the CPU the change uses, is what narrowing the ranges removes.
+ */
+static void hold(struct address_space *as)
+{
+	struct timespec ts = { as->hold_us / 1000000, as->hold_us % 1000000 * 1000 };
+
+	if (as->hold_us > 0)
+		nanosleep(&ts, NULL);
 }
 
 static uint64_t make_stamp(uint64_t id, unsigned prot)
@@ -339,6 +375,7 @@ static int as_map(struct address_space *as, uint64_t start, uint64_t n,
 	fill_pages(as, reg->start, reg->end, LOAD(&reg->stamp));
 	for (p = reg->start; p < reg->end; p++)
 		STORE(&as->page_faults[p], 0);
+	hold(as);
 	STORE(&reg->state, LIVE);
 
 	as_write_unlock(as, r);
@@ -378,6 +415,7 @@ static int as_unmap(struct address_space *as, uint64_t start, uint64_t n)
 			       " faults, its pages %" PRIu64, reg->id,
 			       LOAD(&reg->faults), page_fault_sum(as, reg));
 		fill_pages(as, reg->start, reg->end, POISON);
+		hold(as);
 		as_struct_lock(as);
 		array_remove(as, reg);
 		as_struct_unlock(as);
@@ -415,6 +453,7 @@ static int as_protect(struct address_space *as, uint64_t start, uint64_t n,
 		/* "Rewrite the page table entries": re-stamp every page. */
 		STORE(&reg->state, CHANGING);
 		fill_pages(as, reg->start, reg->end, stamp);
+		hold(as);
 		STORE(&reg->prot, prot);
 		STORE(&reg->stamp, stamp);
 		STORE(&reg->state, LIVE);
@@ -426,9 +465,13 @@ static int as_protect(struct address_space *as, uint64_t start, uint64_t n,
 
 enum fault_result { FAULT_OK, FAULT_SEGV, FAULT_BAD };
 
-/* A fault on page @addr: read (or write) access. */
+/*
+ * A fault on page @addr: read (or write) access.  *@waited_ns is how long
+ * the fault waited for the lock (the trylock first is only there to measure
+ * that; a plain as_read_lock() alone would do).
+ */
 static enum fault_result as_fault(struct address_space *as, uint64_t addr,
-				  bool write)
+				  bool write, uint64_t *waited_ns)
 {
 	enum fault_result res = FAULT_OK;
 	struct region *reg = NULL;
@@ -438,7 +481,13 @@ static enum fault_result as_fault(struct address_space *as, uint64_t addr,
 	size_t idx;
 
 	as_range_define(r, addr, addr);
-	as_read_lock(as, r);
+	*waited_ns = 0;
+	if (!as_read_trylock(as, r)) {
+		uint64_t t0 = now_ns();
+
+		as_read_lock(as, r);
+		*waited_ns = now_ns() - t0 + 1;
+	}
 
 	as_struct_lock(as);
 	idx = first_ending_after(as, addr);
@@ -539,6 +588,7 @@ static uint64_t final_check(struct address_space *as)
 struct config {
 	uint64_t pages, page_words, slot, stable_len, stable_gap;
 	unsigned faulters, mappers, churn_pct;
+	long hold_us, pause_us;
 	double duration;
 	uint64_t seed;
 };
@@ -548,7 +598,7 @@ struct worker {
 	const struct config *cfg;
 	pthread_t thread;
 	uint64_t rng;
-	uint64_t ok, segv, bad, maps, unmaps, protects;
+	uint64_t ok, segv, bad, waited, wait_ns, maps, unmaps, protects;
 };
 
 static pthread_barrier_t start_barrier;
@@ -564,9 +614,10 @@ static uint64_t rnd(uint64_t *s)
 
 /*
  * The layout: the lower half of the address space holds long-lived regions
- * (stable_len pages every stable_len + stable_gap pages, mapped at start);
- * the upper half is cut into slots of --slot pages where the mappers map and
- * unmap regions all the time.
+ * (stable_len pages every stable_len + stable_gap pages, mapped at start and
+ * never changed: a program's heap, stacks and text); the upper half is cut
+ * into slots of --slot pages where the mappers map, unmap and re-protect
+ * regions all the time.
  */
 static uint64_t stable_end(const struct config *cfg) { return cfg->pages / 2; }
 
@@ -580,51 +631,57 @@ static void *faulter_main(void *arg)
 	pthread_barrier_wait(&start_barrier);
 	while (!atomic_load_explicit(&stop, RELAXED)) {
 		uint64_t x = rnd(&me->rng), addr;
+		uint64_t waited_ns;
 
 		if (x % 100 < cfg->churn_pct)
 			addr = half + (x >> 8) % (cfg->pages - half);
 		else
 			addr = (x >> 8) % half;
 		/* One fault in four is a write. */
-		switch (as_fault(me->as, addr, (x >> 6 & 3) == 0)) {
+		switch (as_fault(me->as, addr, (x >> 6 & 3) == 0, &waited_ns)) {
 		case FAULT_OK: me->ok++; break;
 		case FAULT_SEGV: me->segv++; break;
 		default: me->bad++; break;
 		}
+		me->waited += waited_ns != 0;
+		me->wait_ns += waited_ns;
 	}
 	return NULL;
 }
 
-/* Mappers: unmap a slot or map into it; now and then change a protection. */
+/*
+ * Mappers work in the upper half only: pick a slot, and either change the
+ * protection of what is there (one time in four), or unmap it, or, if it
+ * was empty, map a new region of random size into it.
+ */
 static void *mapper_main(void *arg)
 {
 	struct worker *me = arg;
 	const struct config *cfg = me->cfg;
 	uint64_t half = stable_end(cfg), nslots = (cfg->pages - half) / cfg->slot;
-	uint64_t stride = cfg->stable_len + cfg->stable_gap;
-	uint64_t nstable = half / stride;
 
 	pthread_barrier_wait(&start_barrier);
 	while (!atomic_load_explicit(&stop, RELAXED)) {
 		uint64_t x = rnd(&me->rng);
-		/* One region in four becomes read-only. */
+		uint64_t slot = half + (x >> 8) % nslots * cfg->slot;
+		uint64_t len = 1 + (x >> 32) % cfg->slot;
+		uint64_t off = (x >> 48) % (cfg->slot - len + 1);
+		/* One region in four is read-only. */
 		unsigned prot = (x >> 20 & 3) ? PROT_R | PROT_W : PROT_R;
 
-		if (x % 100 < 20 && nstable) {
-			/* protect one long-lived region */
-			uint64_t i = (x >> 8) % nstable;
-
-			if (as_protect(me->as, i * stride, cfg->stable_len, prot) > 0)
+		if (x % 4 == 0) {
+			if (as_protect(me->as, slot, cfg->slot, prot) > 0)
 				me->protects++;
-		} else {
-			uint64_t slot = half + (x >> 8) % nslots * cfg->slot;
-			uint64_t len = 1 + (x >> 32) % cfg->slot;
-			uint64_t off = (x >> 48) % (cfg->slot - len + 1);
+		} else if (as_unmap(me->as, slot, cfg->slot) > 0) {
+			me->unmaps++;
+		} else if (as_map(me->as, slot + off, len, prot) == 0) {
+			me->maps++;
+		}
+		if (cfg->pause_us > 0) {
+			struct timespec ts = { cfg->pause_us / 1000000,
+					       cfg->pause_us % 1000000 * 1000 };
 
-			if (as_unmap(me->as, slot, cfg->slot) > 0)
-				me->unmaps++;
-			else if (as_map(me->as, slot + off, len, prot) == 0)
-				me->maps++;
+			nanosleep(&ts, NULL);
 		}
 	}
 	return NULL;
@@ -638,10 +695,15 @@ static void usage(FILE *out)
 "usage: address_space_" AS_MODE_NAME " [options]\n"
 "  -f, --faulters N     fault threads (default 2)\n"
 "  -m, --mappers N      map/unmap/protect threads (default 1)\n"
-"  -p, --pages N        pages in the address space (default 16384)\n"
-"  -w, --page-words N   8-byte words per page (default 64)\n"
-"      --slot N         pages per map/unmap slot (default 256)\n"
-"  -c, --churn-faults P percent of faults in the map/unmap half (default 10)\n"
+"  -p, --pages N        pages in the address space (default 4096)\n"
+"  -w, --page-words N   8-byte words per page (default 512: 4 KiB)\n"
+"      --slot N         pages per map/unmap slot (default 128)\n"
+"      --hold-us US     sleep under the write lock in each map, unmap and\n"
+"                       protect (default 500)\n"
+"      --pause-us US    mappers sleep between operations (default 500)\n"
+"  -c, --churn-faults P percent of faults sent to the half where regions\n"
+"                       change (default 0; ctest uses 20 to exercise the\n"
+"                       checks)\n"
 "  -d, --duration SEC   seconds to run (default 2)\n"
 "      --seed N         random seed (default 1)\n"
 "  -h, --help           this text\n"
@@ -659,19 +721,22 @@ int main(int argc, char **argv)
 		{ "churn-faults", required_argument, NULL, 'c' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "seed", required_argument, NULL, 2 },
+		{ "hold-us", required_argument, NULL, 3 },
+		{ "pause-us", required_argument, NULL, 4 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct config cfg = {
-		.pages = 16384, .page_words = 64, .slot = 256,
-		.stable_len = 64, .stable_gap = 16,
-		.faulters = 2, .mappers = 1, .churn_pct = 10,
-		.duration = 2.0, .seed = 1,
+		.pages = 4096, .page_words = 512, .slot = 128,
+		.stable_len = 120, .stable_gap = 8,
+		.faulters = 2, .mappers = 1, .churn_pct = 0,
+		.hold_us = 500, .pause_us = 500, .duration = 2.0, .seed = 1,
 	};
 	struct address_space as;
 	struct worker *workers;
-	uint64_t faults_ok = 0, segv = 0, bad = 0, maps = 0, unmaps = 0;
-	uint64_t protects = 0, counted, i;
+	uint64_t faults_ok = 0, segv = 0, bad = 0, waited = 0, wait_ns = 0;
+	uint64_t maps = 0, unmaps = 0;
+	uint64_t protects = 0, counted, total, i;
 	unsigned nthreads;
 	struct timespec t0, t1;
 	double secs;
@@ -688,6 +753,8 @@ int main(int argc, char **argv)
 		case 'c': cfg.churn_pct = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': cfg.duration = atof(optarg); break;
 		case 2: cfg.seed = strtoull(optarg, NULL, 0); break;
+		case 3: cfg.hold_us = strtol(optarg, NULL, 0); break;
+		case 4: cfg.pause_us = strtol(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -696,10 +763,11 @@ int main(int argc, char **argv)
 	    cfg.page_words == 0 || cfg.slot == 0 ||
 	    cfg.pages < 4 * cfg.slot || cfg.pages < 2 * cfg.stable_len ||
 	    cfg.pages > (UINT64_C(1) << 32) || cfg.churn_pct > 100 ||
-	    !(cfg.duration > 0)) {
+	    cfg.hold_us < 0 || cfg.hold_us > 999999 || cfg.pause_us < 0 ||
+	    cfg.pause_us > 999999 || !(cfg.duration > 0)) {
 		fprintf(stderr, "address_space: need at least one thread, "
-			"pages >= 4 * slot and >= 128, churn-faults <= 100, "
-			"duration > 0\n");
+			"pages >= 4 * slot and >= 240, churn-faults <= 100, "
+			"hold-us and pause-us < 1000000, duration > 0\n");
 		return 2;
 	}
 
@@ -718,11 +786,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	atomic_init(&as.next_id, 1);
+	as.hold_us = 0;                 /* no sleeping for the initial maps */
 	fill_pages(&as, 0, cfg.pages, POISON);
 	for (i = 0; i + cfg.stable_len <= stable_end(&cfg);
 	     i += cfg.stable_len + cfg.stable_gap)
 		as_map(&as, i, cfg.stable_len, PROT_R | PROT_W);
 
+	as.hold_us = cfg.hold_us;
 	nthreads = cfg.faulters + cfg.mappers;
 	workers = calloc(nthreads, sizeof(*workers));
 	if (!workers)
@@ -754,6 +824,8 @@ int main(int argc, char **argv)
 		faults_ok += workers[i].ok;
 		segv += workers[i].segv;
 		bad += workers[i].bad;
+		waited += workers[i].waited;
+		wait_ns += workers[i].wait_ns;
 		maps += workers[i].maps;
 		unmaps += workers[i].unmaps;
 		protects += workers[i].protects;
@@ -768,13 +840,21 @@ int main(int argc, char **argv)
 	if (as_lock_destroy(&as) != 0)
 		report(&as, "lock still busy at exit");
 
-	printf("address_space_%-6s %u faulters, %u mappers, %" PRIu64 " pages: "
-	       "%10.0f faults/s (%.0f%% segv), %8.0f map+unmap+protect/s, "
-	       "%s\n", AS_MODE_NAME, cfg.faulters, cfg.mappers, cfg.pages,
-	       (faults_ok + segv + bad) / secs,
-	       100.0 * segv / (double)(faults_ok + segv + bad + !faults_ok),
-	       (maps + unmaps + protects) / secs,
-	       atomic_load(&as.errors) ? "CHECKS FAILED" : "checks ok");
+	total = faults_ok + segv + bad;
+	printf("address_space_%s (librangelock %s): %u faulters, %u mappers, "
+	       "%" PRIu64 " pages of %" PRIu64 " words, %.2f s\n",
+	       AS_MODE_NAME, rangelock_version(), cfg.faulters, cfg.mappers,
+	       cfg.pages, cfg.page_words, secs);
+	printf("  faults   %10.0f /s   segv %4.1f%%   %4.1f%% waited for the "
+	       "lock, for %4.1f%% of the faulters' time\n", total / secs,
+	       total ? 100.0 * segv / total : 0.0,
+	       total ? 100.0 * waited / total : 0.0,
+	       cfg.faulters ? 100.0 * wait_ns / 1e9 / secs / cfg.faulters : 0.0);
+	printf("  mapper   %10.0f /s   (map %" PRIu64 ", unmap %" PRIu64
+	       ", protect %" PRIu64 ")\n", (maps + unmaps + protects) / secs,
+	       maps, unmaps, protects);
+	printf("  checks   %s\n", atomic_load(&as.errors) ?
+	       "FAILED: races seen (see above)" : "ok");
 
 	while (as.retired) {
 		struct region *reg = as.retired;

@@ -36,19 +36,23 @@ if(BUILD_TESTING)
   add_test(NAME example_parallel_writer
            COMMAND parallel_writer --duration 1 --quiet)
   # Without any lock the checks must find torn extents: exit 1 expected.
+  # A small file makes extents collide often; the run stops at the first tear.
   add_test(NAME example_parallel_writer_broken
-           COMMAND parallel_writer --broken --duration 5 --quiet)
+           COMMAND parallel_writer --broken --file-size 1M --min-extent 512
+                   --duration 5 --quiet)
   set_tests_properties(example_parallel_writer_broken PROPERTIES WILL_FAIL TRUE)
   set_tests_properties(example_parallel_writer example_parallel_writer_broken
                        PROPERTIES TIMEOUT 60 LABELS example)
   foreach(mode IN LISTS RANGELOCK_AS_MODES)
+    # 20% of the faults go where regions change, to exercise the checks.
     add_test(NAME example_address_space_${mode}
-             COMMAND address_space_${mode} --duration 1)
+             COMMAND address_space_${mode} --duration 1 --churn-faults 20)
     set_tests_properties(example_address_space_${mode} PROPERTIES
                          TIMEOUT 60 LABELS example)
   endforeach()
   # No lock at all: faults must see half-mapped regions and exit 1.
-  add_test(NAME example_address_space_none COMMAND address_space_none --duration 3)
+  add_test(NAME example_address_space_none
+           COMMAND address_space_none --duration 2 --churn-faults 20)
   set_tests_properties(example_address_space_none PROPERTIES
                        WILL_FAIL TRUE TIMEOUT 60 LABELS example)
 endif()

@@ -20,7 +20,9 @@
  *     check them.
  *   - The same run is repeated with one global pthread_mutex_t and with one
  *     pthread_rwlock_t instead of the range lock, and the throughputs are
- *     printed side by side.
+ *     printed side by side, with the share of time the threads spent
+ *     waiting for the lock.  --io-delay-us adds a sleep to every I/O under
+ *     its lock, as on a slow device or a network file system.
  *
  * The check
  *   Every write gets a version number from a global counter, taken while the
@@ -79,6 +81,7 @@ struct config {
 	unsigned writers, readers;
 	uint64_t file_size, min_extent, max_extent, chunk;
 	double duration;                /* seconds per mode */
+	long delay_us;                  /* simulated device latency per I/O */
 	uint64_t ops;                   /* writes per mode, 0 = until duration */
 	uint64_t seed;
 	bool modes[NR_MODES];           /* which modes to run */
@@ -117,7 +120,7 @@ struct worker {
 	unsigned id;                    /* writers 1..W, readers W+1.. */
 	bool writer;
 	uint64_t rng;
-	uint64_t ops, bytes;
+	uint64_t ops, bytes, wait_ns;
 	pthread_t thread;
 };
 
@@ -129,12 +132,17 @@ static void die(const char *what)
 	exit(2);
 }
 
-static double now_sec(void)
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double now_sec(void)
+{
+	return now_ns() / 1e9;
 }
 
 /* xorshift64*: small, fast, good enough to pick extents. */
@@ -165,6 +173,20 @@ static void report(struct run *r, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+}
+
+/*
+ * With --io-delay-us, every read and write also waits that long under its
+ * lock, as if the file lived on a slow device or a network file system
+ * (Lustre holds its range lock across the RPCs to the servers).
+ */
+static void io_delay(const struct config *cfg)
+{
+	struct timespec ts = { cfg->delay_us / 1000000,
+			       cfg->delay_us % 1000000 * 1000 };
+
+	if (cfg->delay_us > 0)
+		nanosleep(&ts, NULL);
 }
 
 static void pread_full(int fd, void *buf, size_t len, uint64_t off)
@@ -208,12 +230,39 @@ static void pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
  * says.  The range lock is the only one that looks at the range; @rl is the
  * request, on the caller's stack, and stays there until the unlock.
  */
-static void lock_extent(struct run *r, struct range_lock *rl, uint64_t off,
-			uint64_t len, bool write)
+static bool trylock_extent(struct run *r, struct range_lock *rl, uint64_t off,
+			   uint64_t len, bool write)
 {
 	switch (r->mode) {
 	case LOCK_RANGE:
 		range_lock_init(rl, off, off + len - 1);
+		return write ? range_write_trylock(&r->tree, rl)
+			     : range_read_trylock(&r->tree, rl);
+	case LOCK_MUTEX:
+		return pthread_mutex_trylock(&r->mutex) == 0;
+	case LOCK_RWLOCK:
+		return (write ? pthread_rwlock_trywrlock(&r->rwlock)
+			      : pthread_rwlock_tryrdlock(&r->rwlock)) == 0;
+	default:                        /* LOCK_NONE: the broken mode */
+		return true;
+	}
+}
+
+/*
+ * Returns how long the call waited, in ns (0: not at all).  Trying first
+ * is only there to measure that; the blocking call alone would do.  A
+ * request whose trylock failed is out of the tree and can be locked again.
+ */
+static uint64_t lock_extent(struct run *r, struct range_lock *rl, uint64_t off,
+			    uint64_t len, bool write)
+{
+	uint64_t t0;
+
+	if (trylock_extent(r, rl, off, len, write))
+		return 0;
+	t0 = now_ns();
+	switch (r->mode) {
+	case LOCK_RANGE:
 		if (write)
 			range_write_lock(&r->tree, rl);
 		else
@@ -222,15 +271,14 @@ static void lock_extent(struct run *r, struct range_lock *rl, uint64_t off,
 	case LOCK_MUTEX:
 		pthread_mutex_lock(&r->mutex);
 		break;
-	case LOCK_RWLOCK:
+	default:
 		if (write)
 			pthread_rwlock_wrlock(&r->rwlock);
 		else
 			pthread_rwlock_rdlock(&r->rwlock);
 		break;
-	default:                        /* LOCK_NONE: the broken mode */
-		break;
 	}
+	return now_ns() - t0 + 1;
 }
 
 static void unlock_extent(struct run *r, struct range_lock *rl, bool write)
@@ -384,7 +432,7 @@ static void *writer_main(void *arg)
 		off = off_w * WORD;
 		len = len_w * WORD;
 
-		lock_extent(r, &rl, off, len, true);
+		me->wait_ns += lock_extent(r, &rl, off, len, true);
 
 		/* Read-modify-write: what we read must be consistent too. */
 		pread_full(r->fd, buf, len, off);
@@ -412,6 +460,7 @@ static void *writer_main(void *arg)
 
 			pwrite_full(r->fd, (char *)buf + done, n, off + done);
 		}
+		io_delay(cfg);
 
 		unlock_extent(r, &rl, true);
 		me->ops++;
@@ -436,8 +485,10 @@ static void *reader_main(void *arg)
 		uint64_t off_w, len_w;
 
 		pick_extent(me, &off_w, &len_w);
-		lock_extent(r, &rl, off_w * WORD, len_w * WORD, false);
+		me->wait_ns += lock_extent(r, &rl, off_w * WORD, len_w * WORD,
+					   false);
 		pread_full(r->fd, buf, len_w * WORD, off_w * WORD);
+		io_delay(r->cfg);
 		unlock_extent(r, &rl, false);
 
 		/* The copy is ours; check it outside the lock. */
@@ -525,9 +576,27 @@ static void final_check(struct run *r)
 
 /* ---------------------------------------------------------------- one run */
 
+/*
+ * glibc's rwlock prefers readers by default, and with readers always busy a
+ * writer can wait for ever; the range lock serves requests in arrival order.
+ * Compare with the fair kind.
+ */
+static void rwlock_init_fair(pthread_rwlock_t *l)
+{
+	pthread_rwlockattr_t attr;
+
+	pthread_rwlockattr_init(&attr);
+#ifdef __GLIBC__
+	pthread_rwlockattr_setkind_np(&attr,
+				      PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+	pthread_rwlock_init(l, &attr);
+	pthread_rwlockattr_destroy(&attr);
+}
+
 struct result {
 	double secs;
-	uint64_t writes, reads, wbytes, rbytes, errors;
+	uint64_t writes, reads, wbytes, rbytes, errors, wait_ns;
 	struct range_lock_stats stats;  /* range mode only */
 };
 
@@ -551,7 +620,7 @@ static struct result run_mode(const struct config *cfg, enum lock_mode mode,
 	range_lock_tree_init(&r.tree);
 	range_lock_tree_enable_stats(&r.tree, &stats_storage);
 	pthread_mutex_init(&r.mutex, NULL);
-	pthread_rwlock_init(&r.rwlock, NULL);
+	rwlock_init_fair(&r.rwlock);
 	atomic_init(&r.next_version, 1);
 	atomic_init(&r.ops_left, cfg->ops);
 	atomic_init(&r.writers_done, 0);
@@ -604,6 +673,7 @@ static struct result run_mode(const struct config *cfg, enum lock_mode mode,
 	final_check(&r);
 
 	for (i = 0; i < nthreads; i++) {
+		res.wait_ns += workers[i].wait_ns;
 		if (workers[i].writer) {
 			res.writes += workers[i].ops;
 			res.wbytes += workers[i].bytes;
@@ -652,10 +722,12 @@ static void usage(FILE *out)
 "usage: parallel_writer [options]\n"
 "  -w, --writers N       writer threads (default 4)\n"
 "  -r, --readers N       reader threads (default 2)\n"
-"  -s, --file-size SIZE  file size in bytes, K/M/G suffixes (default 1M)\n"
-"      --min-extent SIZE smallest extent (default 512)\n"
+"  -s, --file-size SIZE  file size in bytes, K/M/G suffixes (default 16M)\n"
+"      --min-extent SIZE smallest extent (default 4K)\n"
 "      --max-extent SIZE largest extent (default 64K)\n"
 "      --chunk SIZE      pwrite() piece size (default 4K)\n"
+"      --io-delay-us US  every read and write also sleeps this long under\n"
+"                        its lock, like I/O to a slow device (default 0)\n"
 "  -d, --duration SEC    seconds per lock mode (default 2)\n"
 "  -n, --ops N           writes per lock mode (default 0: run for --duration)\n"
 "  -l, --lock MODE       range, mutex, rwlock, none or all (default all:\n"
@@ -683,13 +755,14 @@ int main(int argc, char **argv)
 		{ "lock", required_argument, NULL, 'l' },
 		{ "broken", no_argument, NULL, 4 },
 		{ "seed", required_argument, NULL, 5 },
+		{ "io-delay-us", required_argument, NULL, 6 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct config cfg = {
 		.writers = 4, .readers = 2,
-		.file_size = 1 << 20, .min_extent = 512, .max_extent = 64 << 10,
+		.file_size = 16 << 20, .min_extent = 4 << 10, .max_extent = 64 << 10,
 		.chunk = 4096, .duration = 2.0, .seed = 1,
 	};
 	struct result res[NR_MODES];
@@ -728,6 +801,7 @@ int main(int argc, char **argv)
 			break;
 		case 4: cfg.broken = true; break;
 		case 5: cfg.seed = parse_size(optarg, "--seed"); break;
+		case 6: cfg.delay_us = (long)parse_size(optarg, "--io-delay-us"); break;
 		case 'q': cfg.quiet = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -753,6 +827,7 @@ int main(int argc, char **argv)
 	    cfg.max_extent > cfg.file_size ||
 	    cfg.max_extent / WORD > MAX_EXTENT_WORDS ||
 	    cfg.file_size / WORD > UINT32_MAX || cfg.chunk < 1 ||
+	    cfg.delay_us < 0 || cfg.delay_us > 10000000 ||
 	    !(cfg.duration > 0)) {
 		fprintf(stderr, "parallel_writer: need 1 <= writers <= %u, "
 			"8 <= min-extent <= max-extent <= file-size, "
@@ -776,11 +851,11 @@ int main(int argc, char **argv)
 
 	printf("parallel_writer (librangelock %s): %u writers, %u readers, "
 	       "file %" PRIu64 " bytes, extents %" PRIu64 "..%" PRIu64
-	       " bytes, chunk %" PRIu64 "\n", rangelock_version(), cfg.writers,
-	       cfg.readers, cfg.file_size, cfg.min_extent, cfg.max_extent,
-	       cfg.chunk);
-	printf("%-7s %8s %10s %10s %9s %s\n", "lock", "seconds",
-	       "writes/s", "reads/s", "MiB/s", "result");
+	       " bytes, chunk %" PRIu64 ", I/O delay %ld us\n",
+	       rangelock_version(), cfg.writers, cfg.readers, cfg.file_size,
+	       cfg.min_extent, cfg.max_extent, cfg.chunk, cfg.delay_us);
+	printf("%-7s %8s %10s %10s %9s %8s %s\n", "lock", "seconds",
+	       "writes/s", "reads/s", "MiB/s", "waiting", "result");
 
 	for (m = 0; m < NR_MODES; m++) {
 		double mib;
@@ -789,21 +864,31 @@ int main(int argc, char **argv)
 			continue;
 		res[m] = run_mode(&cfg, (enum lock_mode)m, fd);
 		mib = (double)(res[m].wbytes + res[m].rbytes) / (1 << 20);
-		printf("%-7s %8.2f %10.0f %10.0f %9.1f %s\n", mode_name[m],
-		       res[m].secs, res[m].writes / res[m].secs,
+		printf("%-7s %8.2f %10.0f %10.0f %9.1f %7.1f%% %s\n",
+		       mode_name[m], res[m].secs, res[m].writes / res[m].secs,
 		       res[m].reads / res[m].secs, mib / res[m].secs,
+		       100.0 * res[m].wait_ns / 1e9 / res[m].secs /
+		       (cfg.writers + cfg.readers),
 		       res[m].errors ? "TORN" : "ok");
 		fflush(stdout);
 		if (m == LOCK_RANGE && !cfg.quiet)
-			printf("        range lock: %" PRIu64 " of %" PRIu64
-			       " lock calls waited for an overlapping extent\n",
+			printf("        (range lock statistics: %" PRIu64 " of %"
+			       PRIu64 " acquisitions waited for an overlapping"
+			       " extent, %.0f us on average, %.0f us at most)\n",
 			       res[m].stats.contended,
 			       res[m].stats.read_acquired +
-			       res[m].stats.write_acquired);
+			       res[m].stats.write_acquired,
+			       res[m].stats.contended ?
+			       res[m].stats.wait_ns_total / 1e3 /
+			       res[m].stats.contended : 0.0,
+			       res[m].stats.wait_ns_max / 1e3);
 		if (res[m].errors)
 			failed = true;
 	}
 
+	if (!cfg.quiet)
+		printf("waiting: share of the threads' time spent blocked on the"
+		       " lock\n");
 	/* Throughput relative to the mutex, for the runs that can compare. */
 	if (cfg.modes[LOCK_MUTEX] && res[LOCK_MUTEX].secs > 0) {
 		double base = (res[LOCK_MUTEX].wbytes + res[LOCK_MUTEX].rbytes) /
