@@ -113,12 +113,15 @@
 _Static_assert(sizeof(struct range_lock) <= 64, "struct range_lock grew");
 _Static_assert(sizeof(struct range_lock_tree) <= 64, "struct range_lock_tree grew");
 _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t) &&
-	       _Alignof(_Atomic uint32_t) == _Alignof(uint32_t),
+	       _Alignof(_Atomic uint32_t) == _Alignof(uint32_t) &&
+	       sizeof(tree_word_t) == sizeof(uintptr_t) &&
+	       _Alignof(tree_word_t) == _Alignof(uintptr_t),
 	       "atomic word layout");
+_Static_assert(_Alignof(struct range_lock) >= 8, "fast values need 3 free bits");
 
-static inline _Atomic uint32_t *tree_lock_word(struct range_lock_tree *tree)
+static inline tree_word_t *tree_lock_word(struct range_lock_tree *tree)
 {
-	return (_Atomic uint32_t *)&tree->tree_lock;
+	return (tree_word_t *)&tree->lock_word;
 }
 
 static inline _Atomic uint32_t *wait_word(struct range_lock *lock)
@@ -204,7 +207,9 @@ static bool in_tree(const struct range_lock_tree *tree, const struct range_lock 
 
 /* ---- thread id ------------------------------------------------------- */
 
-static _Thread_local uint32_t cached_tid;
+/* initial-exec: a plain %fs-relative load, no __tls_get_addr() call on the
+ * hot path of a shared library. */
+static _Thread_local uint32_t cached_tid __attribute__((tls_model("initial-exec")));
 
 uint32_t rl_thread_id(void)
 {
@@ -297,18 +302,26 @@ static uint32_t count_blockers(struct range_lock_tree *tree,
 	return count;
 }
 
+/* The caller has set lock->owner_tid. */
 static void insert_request(struct range_lock_tree *tree, struct range_lock *lock,
 			   bool reader, uint32_t blockers)
 {
 	lock->rb_parent_flags = reader ? RL_READER : 0;
 	lock->seqnum = tree->seqnum++;
-	lock->owner_tid = rl_thread_id();
 	atomic_store_explicit(wait_word(lock), blockers * ONE_BLOCKER,
 			      memory_order_relaxed);
-	if (!tree->root || lock->start < tree->leftmost->start)
+	tree->nr_requests++;
+	if (!tree->root) {
+		/* Fast path, the uncontended case: the request is the tree. */
+		lock->rb_left = lock->rb_right = NULL;
+		lock->subtree_last = lock->last;
+		lock->rb_parent_flags |= RB_BLACK | RL_LINKED;
+		tree->root = tree->leftmost = lock;
+		return;
+	}
+	if (lock->start < tree->leftmost->start)
 		tree->leftmost = lock;
 	itree_insert(&tree->root, lock);
-	tree->nr_requests++;
 }
 
 /* Take @lock out of the tree and release the later requests that counted
@@ -319,10 +332,16 @@ static void remove_request(struct range_lock_tree *tree, struct range_lock *lock
 	bool reader = is_reader(lock);
 	struct range_lock *n;
 
+	tree->nr_requests--;
+	if (lock == tree->root && !lock->rb_left && !lock->rb_right) {
+		/* Fast path: the last request leaves; nobody to release. */
+		tree->root = tree->leftmost = NULL;
+		lock->rb_parent_flags &= RL_READER;
+		return;
+	}
 	if (tree->leftmost == lock)
 		tree->leftmost = itree_next_inorder(lock);
 	itree_erase(&tree->root, lock);
-	tree->nr_requests--;
 
 	if (!intersects_any(tree, lock))
 		return;
@@ -335,12 +354,42 @@ static void remove_request(struct range_lock_tree *tree, struct range_lock *lock
 static inline void tree_unlock(struct range_lock_tree *tree)
 {
 	rl_check_tree(tree);
-	tree_lock_release(tree_lock_word(tree));
+	tree_lock_release(tree_lock_word(tree), tree->root != NULL);
 }
 
+/*
+ * Take tree_lock.  A request that held the empty tree through the fast path
+ * (tree_lock.h) is displaced by that and enters the tree here, as the held
+ * request it is: first in arrival order, since the tree was empty and nobody
+ * could enter before it was displaced.
+ */
 static inline void tree_lock(struct range_lock_tree *tree)
 {
-	tree_lock_acquire(tree_lock_word(tree));
+	uintptr_t fast = tree_lock_acquire(tree_lock_word(tree));
+
+	if (__builtin_expect(fast != 0, 0)) {
+		struct range_lock *holder = (struct range_lock *)(fast & ~TL_FAST_BITS);
+
+		insert_request(tree, holder, fast == ((uintptr_t)holder | TL_FAST_R), 0);
+	}
+}
+
+/* The fast path: may @lock hold @tree without entering it? */
+static inline uintptr_t fast_value(struct range_lock *lock, bool reader)
+{
+	return (uintptr_t)lock | (reader ? TL_FAST_R : TL_FAST_W);
+}
+
+static inline bool fast_path_allowed(struct range_lock_tree *tree)
+{
+#if RANGELOCK_CHECKS
+	(void)tree;
+	return false; /* every request goes through the checked tree */
+#else
+	/* Statistics count in the tree; enabling them displaces any fast
+	 * holder, so a relaxed look is enough. */
+	return !__atomic_load_n(&tree->stats, __ATOMIC_RELAXED);
+#endif
 }
 
 /* ---- waiting time ---------------------------------------------------- */
@@ -389,7 +438,9 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 {
 	struct range_lock_tree *tree = w->tree;
 	struct range_lock *lock = w->lock;
-	struct wake_list wl = { .n = 0 };
+	struct wake_list wl;
+
+	wl.n = 0; /* only n: zeroing the array costs stores on the hot path */
 	struct range_lock_stats *st;
 	bool granted;
 
@@ -525,8 +576,17 @@ static int lock_common(const char *call, struct range_lock_tree *tree,
 	check_args(call, tree, lock);
 	if (is_linked(lock))
 		die(call, lock, "request is already in a tree (locked twice?)");
+	lock->rb_parent_flags = reader ? RL_READER : 0;
+	lock->owner_tid = rl_thread_id();
+	if (fast_path_allowed(tree) &&
+	    tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader)))
+		return 0;
 
 	tree_lock(tree);
+	if (is_linked(lock)) { /* it was fast held: now materialised */
+		tree_unlock(tree);
+		die(call, lock, "request is already in a tree (locked twice?)");
+	}
 	blockers = count_blockers(tree, lock, reader, false);
 	if (blockers) {
 		if (w->kind == WAIT_TIMED && !timespec_valid(w->clockid, w->abstime)) {
@@ -623,8 +683,17 @@ static int trylock_common(const char *call, struct range_lock_tree *tree,
 	check_args(call, tree, lock);
 	if (is_linked(lock))
 		die(call, lock, "request is already in a tree (locked twice?)");
+	lock->rb_parent_flags = reader ? RL_READER : 0;
+	lock->owner_tid = rl_thread_id();
+	if (fast_path_allowed(tree) &&
+	    tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader)))
+		return 1;
 
 	tree_lock(tree);
+	if (is_linked(lock)) {
+		tree_unlock(tree);
+		die(call, lock, "request is already in a tree (locked twice?)");
+	}
 	st = tree->stats;
 	busy = count_blockers(tree, lock, reader, true) != 0;
 	if (busy) {
@@ -659,15 +728,15 @@ static void check_held(const char *call, struct range_lock_tree *tree,
 		       struct range_lock *lock, bool reader)
 {
 	if (!in_tree(tree, lock)) {
-		tree_lock_release(tree_lock_word(tree));
+		tree_lock_release(tree_lock_word(tree), tree->root != NULL);
 		die(call, lock, "request is not in this tree (not locked?)");
 	}
 	if (atomic_load_explicit(wait_word(lock), memory_order_relaxed) >> 1) {
-		tree_lock_release(tree_lock_word(tree));
+		tree_lock_release(tree_lock_word(tree), tree->root != NULL);
 		die(call, lock, "request is still waiting, not held");
 	}
 	if (is_reader(lock) != reader) {
-		tree_lock_release(tree_lock_word(tree));
+		tree_lock_release(tree_lock_word(tree), tree->root != NULL);
 		die(call, lock, reader ? "range is held for writing, not reading"
 				       : "range is held for reading, not writing");
 	}
@@ -676,10 +745,14 @@ static void check_held(const char *call, struct range_lock_tree *tree,
 static void unlock_common(const char *call, struct range_lock_tree *tree,
 			  struct range_lock *lock, bool reader)
 {
-	struct wake_list wl = { .n = 0 };
+	struct wake_list wl;
+
+	wl.n = 0; /* only n: zeroing the array costs stores on the hot path */
 	struct range_lock_stats *st;
 
 	check_args(call, tree, lock);
+	if (tree_fast_release(tree_lock_word(tree), fast_value(lock, reader)))
+		return;
 	tree_lock(tree);
 	check_held(call, tree, lock, reader);
 	rl_check_released(tree, lock);
@@ -703,7 +776,9 @@ void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 
 void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	struct wake_list wl = { .n = 0 };
+	struct wake_list wl;
+
+	wl.n = 0; /* only n: zeroing the array costs stores on the hot path */
 	struct range_lock *n;
 
 	check_args("range_downgrade_write", tree, lock);
@@ -737,7 +812,7 @@ int range_lock_tree_destroy(struct range_lock_tree *tree)
 		die("range_lock_tree_destroy", NULL, "NULL tree");
 	tree_lock(tree);
 	busy = tree->root != NULL;
-	tree_lock_release(tree_lock_word(tree));
+	tree_lock_release(tree_lock_word(tree), busy);
 	return busy ? -EBUSY : 0;
 }
 

@@ -101,17 +101,18 @@ struct range_lock {
  * RANGE_LOCK_TREE_INITIALIZER().  Not process-shared.
  */
 struct range_lock_tree {
-	uint32_t tree_lock;           /* internal lock word (futex) */
-	uint32_t nr_requests;         /* requests in the tree */
+	uintptr_t lock_word;          /* internal lock, or the fast holder */
 	struct range_lock *root;      /* interval tree of all requests */
 	struct range_lock *leftmost;  /* request with the smallest start */
 	uint64_t seqnum;              /* next arrival number */
 	struct range_lock_stats *stats; /* NULL unless statistics are enabled */
-	uint64_t reserved[3];
+	uint32_t nr_requests;         /* requests in the tree */
+	uint32_t reserved32;
+	uint64_t reserved[2];
 };
 
 /** RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree. */
-#define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, { 0, 0, 0 } }
+#define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, 0, { 0, 0 } }
 /** DEFINE_RANGE_LOCK_TREE() - define and initialise a tree. */
 #define DEFINE_RANGE_LOCK_TREE(name) \
 	struct range_lock_tree name = RANGE_LOCK_TREE_INITIALIZER(name)
