@@ -127,7 +127,8 @@ typedef struct range_lock_tree as_lock_t;
 #define as_read_unlock(as, r)         range_read_unlock(&(as)->lock, &(r))
 #define as_write_lock(as, r)          range_write_lock(&(as)->lock, &(r))
 #define as_write_unlock(as, r)        range_write_unlock(&(as)->lock, &(r))
-/* Only narrowed ranges let two changes of the region array overlap. */
+/* Only narrowed ranges let a change of the region array overlap a lookup
+ * or another change. */
 #define AS_NEED_STRUCT_LOCK 1
 
 #elif AS_LOCK_MODE == AS_LOCK_NONE
@@ -163,6 +164,9 @@ typedef int as_lock_t;
 #define POISON UINT64_C(0xdeaddeaddeaddead)   /* contents of unmapped pages */
 
 enum region_state { LIVE, MAPPING, CHANGING, UNMAPPING, DEAD };
+static const char *const state_name[] = {
+	"live", "half-mapped", "half re-protected", "half-unmapped", "unmapped"
+};
 
 /*
  * A region.  The atomics are for the broken (none) build only: there the
@@ -502,8 +506,8 @@ static enum fault_result as_fault(struct address_space *as, uint64_t addr,
 	state = LOAD(&reg->state);
 	if (state != LIVE || addr < reg->start || addr >= reg->end) {
 		report(as, "fault at page %" PRIu64 ": region %" PRIu64
-		       " [%" PRIu64 ", %" PRIu64 ") in state %u", addr, reg->id,
-		       reg->start, reg->end, state);
+		       " [%" PRIu64 ", %" PRIu64 ") is %s", addr, reg->id,
+		       reg->start, reg->end, state <= DEAD ? state_name[state] : "?");
 		res = FAULT_BAD;
 		goto out;
 	}
@@ -545,8 +549,8 @@ static uint64_t final_check(struct address_space *as)
 		if (reg->start < page || reg->end <= reg->start ||
 		    reg->end > as->pages || LOAD(&reg->state) != LIVE)
 			report(as, "final: region %" PRIu64 " [%" PRIu64 ", %" PRIu64
-			       ") state %u out of order or broken", reg->id,
-			       reg->start, reg->end, LOAD(&reg->state));
+			       ") out of order, overlapping or not live", reg->id,
+			       reg->start, reg->end);
 		/* Pages before the region are unmapped: poison. */
 		for (; page < reg->start && page < as->pages; page++)
 			for (k = 0; k < as->page_words; k++)

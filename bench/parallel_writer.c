@@ -81,6 +81,7 @@ struct config {
 	unsigned writers, readers;
 	uint64_t file_size, min_extent, max_extent, chunk;
 	double duration;                /* seconds per mode */
+	unsigned rounds;                /* modes take turns this many times */
 	long delay_us;                  /* simulated device latency per I/O */
 	uint64_t ops;                   /* writes per mode, 0 = until duration */
 	uint64_t seed;
@@ -601,7 +602,7 @@ struct result {
 };
 
 static struct result run_mode(const struct config *cfg, enum lock_mode mode,
-			      int fd)
+			      int fd, double duration)
 {
 	unsigned nthreads = cfg->writers + cfg->readers, i;
 	struct worker *workers = calloc(nthreads, sizeof(*workers));
@@ -655,7 +656,7 @@ static struct result run_mode(const struct config *cfg, enum lock_mode mode,
 
 	/* Run for --duration, or until --ops writes are done, or an error. */
 	while (!atomic_load(&r.stop)) {
-		double left = cfg->duration - (now_sec() - t0);
+		double left = duration - (now_sec() - t0);
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 		if (left <= 0 || atomic_load(&r.writers_done) == cfg->writers)
@@ -690,6 +691,23 @@ static struct result run_mode(const struct config *cfg, enum lock_mode mode,
 	free(r.log);
 	free(workers);
 	return res;
+}
+
+static void add_result(struct result *sum, const struct result *one)
+{
+	sum->secs += one->secs;
+	sum->writes += one->writes;
+	sum->reads += one->reads;
+	sum->wbytes += one->wbytes;
+	sum->rbytes += one->rbytes;
+	sum->errors += one->errors;
+	sum->wait_ns += one->wait_ns;
+	sum->stats.read_acquired += one->stats.read_acquired;
+	sum->stats.write_acquired += one->stats.write_acquired;
+	sum->stats.contended += one->stats.contended;
+	sum->stats.wait_ns_total += one->stats.wait_ns_total;
+	if (one->stats.wait_ns_max > sum->stats.wait_ns_max)
+		sum->stats.wait_ns_max = one->stats.wait_ns_max;
 }
 
 /* ------------------------------------------------------------------- main */
@@ -729,7 +747,10 @@ static void usage(FILE *out)
 "      --io-delay-us US  every read and write also sleeps this long under\n"
 "                        its lock, like I/O to a slow device (default 0)\n"
 "  -d, --duration SEC    seconds per lock mode (default 2)\n"
-"  -n, --ops N           writes per lock mode (default 0: run for --duration)\n"
+"      --rounds N        split that into N turns per mode, the modes taking\n"
+"                        turns (fairer on a busy machine; default 1)\n"
+"  -n, --ops N           writes per lock mode and round (default 0: run for\n"
+"                        --duration; a run ends at whichever comes first)\n"
 "  -l, --lock MODE       range, mutex, rwlock, none or all (default all:\n"
 "                        range, mutex and rwlock, compared)\n"
 "      --broken          no lock at all (same as --lock none): the checks\n"
@@ -756,6 +777,7 @@ int main(int argc, char **argv)
 		{ "broken", no_argument, NULL, 4 },
 		{ "seed", required_argument, NULL, 5 },
 		{ "io-delay-us", required_argument, NULL, 6 },
+		{ "rounds", required_argument, NULL, 7 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -763,13 +785,14 @@ int main(int argc, char **argv)
 	struct config cfg = {
 		.writers = 4, .readers = 2,
 		.file_size = 16 << 20, .min_extent = 4 << 10, .max_extent = 64 << 10,
-		.chunk = 4096, .duration = 2.0, .seed = 1,
+		.chunk = 4096, .duration = 2.0, .rounds = 1, .seed = 1,
 	};
 	struct result res[NR_MODES];
 	bool any_mode = false, failed = false;
 	char path[] = "/tmp/parallel_writer.XXXXXX";
 	const char *tmpdir = getenv("TMPDIR");
 	char *tmppath;
+	unsigned round;
 	int c, fd, m;
 
 	while ((c = getopt_long(argc, argv, "w:r:s:d:n:l:qh", longopts,
@@ -802,6 +825,7 @@ int main(int argc, char **argv)
 		case 4: cfg.broken = true; break;
 		case 5: cfg.seed = parse_size(optarg, "--seed"); break;
 		case 6: cfg.delay_us = (long)parse_size(optarg, "--io-delay-us"); break;
+		case 7: cfg.rounds = (unsigned)parse_size(optarg, "--rounds"); break;
 		case 'q': cfg.quiet = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -828,10 +852,12 @@ int main(int argc, char **argv)
 	    cfg.max_extent / WORD > MAX_EXTENT_WORDS ||
 	    cfg.file_size / WORD > UINT32_MAX || cfg.chunk < 1 ||
 	    cfg.delay_us < 0 || cfg.delay_us > 10000000 ||
+	    cfg.rounds < 1 || cfg.rounds > 1000 ||
 	    !(cfg.duration > 0)) {
 		fprintf(stderr, "parallel_writer: need 1 <= writers <= %u, "
 			"8 <= min-extent <= max-extent <= file-size, "
 			"max-extent < 128M, file-size < 32G, chunk >= 1, "
+			"io-delay-us <= 10 s, 1 <= rounds <= 1000, "
 			"duration > 0\n", MAX_WRITERS);
 		return 2;
 	}
@@ -857,12 +883,30 @@ int main(int argc, char **argv)
 	printf("%-7s %8s %10s %10s %9s %8s %s\n", "lock", "seconds",
 	       "writes/s", "reads/s", "MiB/s", "waiting", "result");
 
+	/*
+	 * The modes take turns, --rounds times, so that a noisy moment on a
+	 * shared machine hits them all alike; the results are summed.
+	 */
+	memset(res, 0, sizeof(res));
+	for (round = 0; round < cfg.rounds && !failed; round++) {
+		for (m = 0; m < NR_MODES; m++) {
+			struct result one;
+
+			if (!cfg.modes[m])
+				continue;
+			one = run_mode(&cfg, (enum lock_mode)m, fd,
+				       cfg.duration / cfg.rounds);
+			add_result(&res[m], &one);
+			if (one.errors)
+				failed = true;
+		}
+	}
+
 	for (m = 0; m < NR_MODES; m++) {
 		double mib;
 
-		if (!cfg.modes[m])
+		if (!cfg.modes[m] || res[m].secs <= 0)
 			continue;
-		res[m] = run_mode(&cfg, (enum lock_mode)m, fd);
 		mib = (double)(res[m].wbytes + res[m].rbytes) / (1 << 20);
 		printf("%-7s %8.2f %10.0f %10.0f %9.1f %7.1f%% %s\n",
 		       mode_name[m], res[m].secs, res[m].writes / res[m].secs,
@@ -882,8 +926,6 @@ int main(int argc, char **argv)
 			       res[m].stats.wait_ns_total / 1e3 /
 			       res[m].stats.contended : 0.0,
 			       res[m].stats.wait_ns_max / 1e3);
-		if (res[m].errors)
-			failed = true;
 	}
 
 	if (!cfg.quiet)
