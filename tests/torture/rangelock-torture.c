@@ -64,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -243,6 +244,7 @@ static pthread_rwlock_t rwlock;
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static atomic_bool stop;
+static atomic_bool no_restart;   /* a thread died holding: create none */
 static atomic_bool paused;
 static pthread_mutex_t stutter_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stutter_cond = PTHREAD_COND_INITIALIZER;
@@ -273,6 +275,7 @@ struct slot {
 	int id;
 	bool writer;
 	unsigned generation;
+	void *stack;                /* see start_worker() */
 	pthread_mutex_t m;          /* protects thread and running */
 	pthread_t thread;
 	bool running;
@@ -295,6 +298,8 @@ struct slot {
 
 static struct slot *slots;
 static int nr_slots;
+
+static _Noreturn void end_run_now(const char *headline, const char *why);
 
 #define INC(x) atomic_fetch_add_explicit(&(x), 1, memory_order_relaxed)
 #define GET(x) atomic_load_explicit(&(x), memory_order_relaxed)
@@ -897,12 +902,34 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * Each slot runs its threads on one stack of its own, reused by the thread
+ * that replaces a cancelled one (after the join and the withdrawal check) and
+ * never unmapped: a request is usually on its thread's stack, so a request
+ * wrongly left in the tree must stay readable memory for the checks and the
+ * dump (glibc would unmap or hand out its cached stacks).
+ */
+#define WORKER_STACK (512 * 1024)
+
 static int start_worker(struct slot *s)
 {
+	pthread_attr_t attr;
 	int rc;
 
+	if (!s->stack) {
+		void *p = mmap(NULL, WORKER_STACK, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+
+		if (p == MAP_FAILED)
+			return errno;
+		mprotect(p, 4096, PROT_NONE); /* guard page */
+		s->stack = p;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, s->stack, WORKER_STACK);
 	pthread_mutex_lock(&s->m);
-	rc = pthread_create(&s->thread, NULL, worker, s);
+	rc = pthread_create(&s->thread, &attr, worker, s);
+	pthread_attr_destroy(&attr);
 	s->running = rc == 0;
 	pthread_mutex_unlock(&s->m);
 	return rc;
@@ -1034,8 +1061,6 @@ static void check_withdrawn(struct slot *s, uint32_t tid)
 	free(buf);
 }
 
-static atomic_bool no_restart;
-
 static void *cancel_thread(void *arg)
 {
 	struct rng r;
@@ -1045,6 +1070,7 @@ static void *cancel_thread(void *arg)
 	rng_seed(&r, opt.seed ^ 0x43414e43ull);
 	while (!nap(opt.cancel_ms * 1000000ull)) {
 		struct slot *s;
+		char why[256];
 		pthread_t h;
 		void *ret;
 		uint32_t tid;
@@ -1090,10 +1116,14 @@ static void *cancel_thread(void *arg)
 			      state_names[GET(s->state)], call_names[GET(s->call)],
 			      GET(s->cur_start), GET(s->cur_last));
 			set_state(s, S_DONE);
-			/* No new thread either: glibc would hand it the dead
-			 * thread's cached stack. */
+			/* Stop here: no new thread may get the dead thread's
+			 * cached stack, where its request still is. */
 			atomic_store(&no_restart, true);
-			continue;
+			snprintf(why, sizeof(why), "%s %d (tid %u) died holding [%" PRIu64
+				 ", %" PRIu64 "] with cancellation disabled; its request"
+				 " stays in the tree", slot_name(s), s->id, tid,
+				 GET(s->cur_start), GET(s->cur_last));
+			end_run_now("ABORTED", why);
 		}
 		check_withdrawn(s, tid);
 		if (atomic_load(&stop) || atomic_load(&no_restart)) {
@@ -1175,13 +1205,16 @@ static void *dump_thread(void *arg)
 	return NULL;
 }
 
-static _Noreturn void hang(const char *why)
+/* End the run at once: print every thread's state and the tree, then
+ * FAILURE.  For hangs, and for a thread that died holding a range (its
+ * request stays in the tree, on the stack of a dead thread). */
+static _Noreturn void end_run_now(const char *headline, const char *why)
 {
 	uint64_t now = now_ns();
 	pthread_t t;
 
 	fflush(stderr);
-	printf("HANG: %s\n", why);
+	printf("%s: %s\n", headline, why);
 	for (int i = 0; i < nr_slots; i++) {
 		struct slot *s = &slots[i];
 		int st = GET(s->state);
@@ -1216,6 +1249,11 @@ static _Noreturn void hang(const char *why)
 	printf("End of test: FAILURE\n");
 	fflush(stdout);
 	_exit(EXIT_FAILURE);
+}
+
+static _Noreturn void hang(const char *why)
+{
+	end_run_now("HANG", why);
 }
 
 static void *watchdog_thread(void *arg)
@@ -1859,7 +1897,11 @@ int main(int argc, char **argv)
 		if (destroyed) {
 			error("range_lock_tree_destroy returned %d (%s): requests left in"
 			      " the tree", destroyed, strerror(-destroyed));
-			range_lock_tree_dump(&tree, stdout);
+			if (atomic_load(&no_restart))
+				printf("(tree not dumped: a request in it lives on the"
+				       " stack of a dead thread)\n");
+			else
+				range_lock_tree_dump(&tree, stdout);
 		}
 	} else if (opt.type == T_RWLOCK) {
 		if ((rc = pthread_rwlock_destroy(&rwlock)))
