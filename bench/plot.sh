@@ -23,8 +23,8 @@ csv=$1
 outdir=${2:-.}
 fmt=${3:-png}
 case $fmt in
-png) term='pngcairo size 800,560 font "sans,10"'; allterm='pngcairo size 1500,1200 font "sans,10"' ;;
-svg) term='svg size 800,560 font "sans,10"'; allterm='svg size 1500,1200 font "sans,10"' ;;
+png) term='pngcairo size 800,560 font "sans,10"'; allterm='pngcairo size 1350,1150 font "sans,9"' ;;
+svg) term='svg size 800,560 font "sans,10"'; allterm='svg size 1350,1150 font "sans,9"' ;;
 *) usage ;;
 esac
 [ -r "$csv" ] || { echo "$0: cannot read $csv" >&2; exit 1; }
@@ -88,7 +88,7 @@ titles() {
 	printf '%s, %s (%s)' "$w" "$r" "$2"
 }
 
-common='set termoption noenhanced; set grid; set key top left box opaque; set xlabel "threads"; set ylabel "Mops/s (median, ±1 sd)"; set yrange [0:*]; set xtics 1; set offsets 0.2, 0.2, 0, 0'
+common='set termoption noenhanced; set grid; set key top center horizontal maxrows 2 opaque samplen 2; set xlabel "threads"; set ylabel "Mops/s (median, ±1 sd)"; set yrange [0:*]; set xtics 1; set autoscale xfix; set offsets 0.3, 0.3, graph 0.3, 0'
 
 all="$tmp/all.gp"
 {
