@@ -815,12 +815,15 @@ int main(int argc, char **argv)
 	}
 	pthread_barrier_wait(&start_barrier);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	{
-		struct timespec d = { (time_t)cfg.duration,
-			(long)((cfg.duration - (time_t)cfg.duration) * 1e9) };
+	/* Run for --duration, or until a check fails. */
+	while (!atomic_load(&as.errors)) {
+		struct timespec tick = { 0, 10 * 1000 * 1000 };
 
-		while (nanosleep(&d, &d) && errno == EINTR)
-			;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if ((double)(t1.tv_sec - t0.tv_sec) +
+		    (t1.tv_nsec - t0.tv_nsec) / 1e9 >= cfg.duration)
+			break;
+		nanosleep(&tick, NULL);
 	}
 	atomic_store(&stop, true);
 	for (i = 0; i < nthreads; i++) {
