@@ -104,6 +104,15 @@
 #define SLEEPING 1u
 #define ONE_BLOCKER 2u
 
+/*
+ * How long a killable waiter sleeps between two looks for a cancellation
+ * request.  Not asynchronous cancellation around the futex wait: glibc 2.36
+ * acts on a SIGCANCEL sent during such a window later, inside whatever
+ * cancellable call the thread makes next, even with cancellation disabled
+ * -- a thread that had just been granted its range would die holding it.
+ */
+#define KILLABLE_SLICE_NS 10000000L
+
 /* Spin iterations on the grant word before sleeping: the range lock's
  * spin-on-owner.  A short wait costs a spin, not two context switches. */
 #ifndef RL_GRANT_SPIN
@@ -493,8 +502,6 @@ static int wait_loop(struct waiter *w)
 	}
 	if (w->kind == WAIT_INTERRUPTIBLE)
 		flags = RL_WAIT_INTERRUPTIBLE;
-	else if (w->kind == WAIT_KILLABLE)
-		flags = RL_WAIT_CANCELLABLE;
 
 	v = atomic_load_explicit(word, memory_order_acquire);
 	for (;;) {
@@ -507,6 +514,24 @@ static int wait_loop(struct waiter *w)
 				    memory_order_acquire))
 				continue;
 			v |= SLEEPING;
+		}
+		if (w->kind == WAIT_KILLABLE) {
+			/* The cancellation point: bounded waits and
+			 * pthread_testcancel() between them (cleanup handler
+			 * in wait_loop_killable()). */
+			struct timespec slice;
+
+			pthread_testcancel();
+			clock_gettime(CLOCK_MONOTONIC, &slice);
+			slice.tv_nsec += KILLABLE_SLICE_NS;
+			if (slice.tv_nsec >= 1000000000L) {
+				slice.tv_sec++;
+				slice.tv_nsec -= 1000000000L;
+			}
+			(void)rl_wait(word, v, CLOCK_MONOTONIC, &slice, 0);
+			pthread_testcancel();
+			v = atomic_load_explicit(word, memory_order_acquire);
+			continue;
 		}
 		r = rl_wait(word, v, w->clockid,
 			    w->kind == WAIT_TIMED ? w->abstime : NULL, flags);

@@ -15,9 +15,8 @@
  * The backend gives no memory ordering: callers read the word with acquire
  * order and writers change it with release order before they wake.
  *
- * RL_WAIT_CANCELLABLE makes the wait a pthread cancellation point; without it
- * the wait is never one.  A cancelled waiter unwinds out of rl_wait() with
- * nothing of the backend's left behind.
+ * A wait is never a pthread cancellation point: the killable calls get
+ * theirs from pthread_testcancel() between bounded waits (rangelock.c).
  */
 #ifndef RANGELOCK_WAIT_H
 #define RANGELOCK_WAIT_H
@@ -27,7 +26,6 @@
 #include <time.h>
 
 #define RL_WAIT_INTERRUPTIBLE 1u
-#define RL_WAIT_CANCELLABLE   2u
 
 int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	    const struct timespec *abstime, unsigned flags);

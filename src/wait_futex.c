@@ -8,9 +8,7 @@
  * returns EINTR.  So an interruptible wait without a deadline waits with a
  * far deadline.  FUTEX_PRIVATE_FLAG always: a private key is only (address
  * space, address), so a wake that lands on a reused stack word is harmless.
- *
- * Cancellation: syscall() is not a cancellation point, so a cancellable wait
- * switches to asynchronous cancellation around the bare system call only.
+ * syscall() is not a cancellation point, so no wait here is one.
  */
 #include "wait.h"
 
@@ -19,7 +17,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,18 +46,9 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	if (abstime && clockid == CLOCK_REALTIME)
 		op |= FUTEX_CLOCK_REALTIME;
 
-	if (flags & RL_WAIT_CANCELLABLE) {
-		int oldtype;
-		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
-		r = syscall(SYS_futex, word, op, expected, abstime, NULL,
-			    FUTEX_BITSET_MATCH_ANY);
-		err = errno; /* before pthread_setcanceltype() can change it */
-		pthread_setcanceltype(oldtype, NULL);
-	} else {
-		r = syscall(SYS_futex, word, op, expected, abstime, NULL,
-			    FUTEX_BITSET_MATCH_ANY);
-		err = errno;
-	}
+	r = syscall(SYS_futex, word, op, expected, abstime, NULL,
+		    FUTEX_BITSET_MATCH_ANY);
+	err = errno;
 	if (r == 0)
 		return 0;
 	switch (err) {

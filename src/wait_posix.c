@@ -17,9 +17,8 @@
  * sem_clockwait()/sem_timedwait() report every signal handler with EINTR
  * (they are timed futex waits inside), so interruptible waits use them with
  * a far deadline.
- * sem_wait()/sem_timedwait() are cancellation points: cancellation is
- * disabled around them unless the wait is RL_WAIT_CANCELLABLE, in which case
- * a cleanup handler unparks the record.
+ * sem_wait()/sem_clockwait() are cancellation points: cancellation is
+ * disabled around them, as no wait here may be one (see wait.h).
  */
 #include "wait.h"
 
@@ -114,17 +113,6 @@ static void leave_bucket(struct bucket *b, struct parked *me, bool got_post)
 	pthread_mutex_unlock(&b->mutex);
 }
 
-struct cancel_ctx {
-	struct bucket *b;
-	struct parked *me;
-};
-
-static void unpark_on_cancel(void *arg)
-{
-	struct cancel_ctx *c = arg;
-	leave_bucket(c->b, c->me, false);
-}
-
 /* Sleep on @sem until posted or the deadline (NULL: none); returns 0 or
  * the errno.  glibc 2.30+ waits on the deadline's own clock, elsewhere the
  * deadline was translated to CLOCK_REALTIME (a wall-clock step then moves
@@ -143,19 +131,6 @@ static int sleep_on(sem_t *sem, const struct timespec *deadline)
 		r = sem_timedwait(sem, deadline);
 #endif
 	return r ? errno : 0;
-}
-
-/* sleep_on() as a cancellation point that unparks @me when cancelled. */
-static int sleep_cancellable(struct bucket *b, struct parked *me,
-			     const struct timespec *deadline)
-{
-	struct cancel_ctx ctx = { b, me };
-	int err;
-
-	pthread_cleanup_push(unpark_on_cancel, &ctx);
-	err = sleep_on(me->sem, deadline);
-	pthread_cleanup_pop(0);
-	return err;
 }
 
 void rl_far_deadline(struct timespec *ts)
@@ -237,13 +212,9 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 		translate_deadline(clockid, abstime, SEM_CLOCK, &converted);
 		deadline = &converted;
 	}
-	if (flags & RL_WAIT_CANCELLABLE) {
-		err = sleep_cancellable(b, &me, deadline);
-	} else {
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
-		err = sleep_on(&thread_sem, deadline);
-		pthread_setcancelstate(oldstate, NULL);
-	}
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
+	err = sleep_on(&thread_sem, deadline);
+	pthread_setcancelstate(oldstate, NULL);
 	r = err ? -1 : 0;
 	leave_bucket(b, &me, r == 0);
 

@@ -205,14 +205,14 @@ RANGELOCK_API int range_write_lock_interruptible(struct range_lock_tree *tree,
  * not end the wait.  The call does not wait and is not a cancellation point
  * when the range is free.
  *
- * A cancellation that arrives just as the range is granted may find the
- * call returning 0: the thread then holds the range and the cancellation
- * stays pending for its next cancellation point, as always with deferred
- * cancellation -- so hold ranges across cancellation points only under a
- * cleanup handler that unlocks them.  (On glibc 2.36 such a pending request
- * can act inside a cancellable call even with cancellation disabled.)
- * While it sleeps, cancellation is asynchronous: a signal handler that runs
- * then must tolerate being cancelled.
+ * The waiting thread looks for a cancellation request at least every
+ * 10 ms (deferred cancellation only: no asynchronous cancellation, so
+ * signal handlers and the rest of the program see none).  A cancellation
+ * that arrives just as the range is granted may find the call returning 0:
+ * the thread then holds the range and the cancellation stays pending for
+ * its next cancellation point, as always with deferred cancellation -- so
+ * hold ranges across cancellation points only under a cleanup handler that
+ * unlocks them.
  *
  * Return: 0 when the range is held.  (The kernel's killable call returns
  * -EINTR on a fatal signal; in a process, a fatal signal ends the process.)

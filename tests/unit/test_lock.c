@@ -71,11 +71,8 @@ static void *locker_main(void *arg)
 		break;
 	}
 	/* Holding: the wait below must not be cancelled, or a cancelled
-	 * holder would keep its range.  Disabling cancellation is not enough
-	 * on glibc 2.36: a SIGCANCEL sent while the killable wait was
-	 * asynchronous can still arrive, and glibc's handler cancels a thread
-	 * that is inside a cancellable syscall (nanosleep) whatever its cancel
-	 * state.  So wait with sched_yield(), which is no cancellation point. */
+	 * holder would keep its range.  Disabled, and sched_yield() rather
+	 * than nanosleep() (a cancellation point) for good measure. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	l->ret = r;
 	if (r == 0)
