@@ -599,6 +599,20 @@ static enum outcome lock_range(struct slot *s, struct rng *r, struct range_lock 
 	}
 }
 
+/* The pthread types take CLOCK_REALTIME deadlines: pthread_*_timedlock()
+ * is portable (musl) and intercepted by ThreadSanitizer, the _clock
+ * variants are neither. */
+static void deadline_to_realtime(struct deadline *d)
+{
+	if (d->clk == CLOCK_MONOTONIC) {
+		uint64_t mono = clock_ns(CLOCK_MONOTONIC), at = ts_ns(&d->ts);
+		uint64_t rt = clock_ns(CLOCK_REALTIME);
+
+		d->ts = ns_ts(at > mono ? rt + (at - mono) : rt - (mono - at));
+		d->clk = CLOCK_REALTIME;
+	}
+}
+
 static enum outcome lock_rwlock(struct slot *s, struct rng *r, bool writer, enum call c)
 {
 	struct deadline d;
@@ -612,10 +626,11 @@ static enum outcome lock_rwlock(struct slot *s, struct rng *r, bool writer, enum
 		break;
 	case C_TIMED:
 		make_deadline(r, &d);
-		ret = writer ? pthread_rwlock_clockwrlock(&rwlock, d.clk, &d.ts)
-			     : pthread_rwlock_clockrdlock(&rwlock, d.clk, &d.ts);
-		return judge_timed(s, &d, -ret, writer ? "pthread_rwlock_clockwrlock"
-						       : "pthread_rwlock_clockrdlock");
+		deadline_to_realtime(&d);
+		ret = writer ? pthread_rwlock_timedwrlock(&rwlock, &d.ts)
+			     : pthread_rwlock_timedrdlock(&rwlock, &d.ts);
+		return judge_timed(s, &d, -ret, writer ? "pthread_rwlock_timedwrlock"
+						       : "pthread_rwlock_timedrdlock");
 	default:
 		ret = writer ? pthread_rwlock_wrlock(&rwlock) : pthread_rwlock_rdlock(&rwlock);
 		break;
@@ -639,8 +654,9 @@ static enum outcome lock_mutex(struct slot *s, struct rng *r, enum call c)
 		break;
 	case C_TIMED:
 		make_deadline(r, &d);
-		ret = pthread_mutex_clocklock(&mutex, d.clk, &d.ts);
-		return judge_timed(s, &d, -ret, "pthread_mutex_clocklock");
+		deadline_to_realtime(&d);
+		ret = pthread_mutex_timedlock(&mutex, &d.ts);
+		return judge_timed(s, &d, -ret, "pthread_mutex_timedlock");
 	default:
 		ret = pthread_mutex_lock(&mutex);
 		break;
@@ -909,7 +925,7 @@ static void *worker(void *arg)
  * wrongly left in the tree must stay readable memory for the checks and the
  * dump (glibc would unmap or hand out its cached stacks).
  */
-#define WORKER_STACK (512 * 1024)
+#define WORKER_STACK (4u << 20) /* sanitizers need more than 1 MB */
 
 static int start_worker(struct slot *s)
 {
@@ -1618,10 +1634,10 @@ static void parse_options(int argc, char **argv)
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-static void join_helper(pthread_t t, bool started)
+static void join_helper(const pthread_t *t, bool started)
 {
 	if (started)
-		pthread_join(t, NULL);
+		pthread_join(*t, NULL);
 }
 
 static void restrict_cpus(void)
@@ -1771,7 +1787,9 @@ int main(int argc, char **argv)
 
 		/* Writer-preferring, so that writers are not starved. */
 		pthread_rwlockattr_init(&a);
+#ifdef __GLIBC__
 		pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
 		pthread_rwlock_init(&rwlock, &a);
 		pthread_rwlockattr_destroy(&a);
 	}
@@ -1836,10 +1854,10 @@ int main(int argc, char **argv)
 	atomic_store(&paused, false);
 	pthread_cond_broadcast(&stutter_cond);
 	pthread_mutex_unlock(&stutter_mutex);
-	join_helper(canc, have_canc);
-	join_helper(storm, have_storm);
-	join_helper(shuf, have_shuf);
-	join_helper(stut, have_stut);
+	join_helper(&canc, have_canc);
+	join_helper(&storm, have_storm);
+	join_helper(&shuf, have_shuf);
+	join_helper(&stut, have_stut);
 	for (int i = 0; i < nr_slots; i++) {
 		struct slot *s = &slots[i];
 		pthread_t h;
