@@ -60,23 +60,24 @@ static struct bucket buckets[NR_BUCKETS] = {
 	[0 ... NR_BUCKETS - 1] = { PTHREAD_MUTEX_INITIALIZER, NULL },
 };
 
-/* fork(): a parent thread may hold a bucket mutex at the moment of fork;
- * take them all around fork so the child's copies are free. */
-static void buckets_lock_all(void)
+/*
+ * fork(): a parent thread may hold a bucket mutex at the moment of fork,
+ * and its parked records stay in the lists.  The child has one thread and
+ * none of those: it starts with fresh buckets.  (Taking all 256 mutexes
+ * around fork instead would also work, but costs every fork and exceeds
+ * ThreadSanitizer's limit of 64 locks held at once.)
+ */
+static void buckets_reset_in_child(void)
 {
-	for (int i = 0; i < NR_BUCKETS; i++)
-		pthread_mutex_lock(&buckets[i].mutex);
-}
-
-static void buckets_unlock_all(void)
-{
-	for (int i = NR_BUCKETS - 1; i >= 0; i--)
-		pthread_mutex_unlock(&buckets[i].mutex);
+	for (int i = 0; i < NR_BUCKETS; i++) {
+		pthread_mutex_init(&buckets[i].mutex, NULL);
+		buckets[i].head = NULL;
+	}
 }
 
 __attribute__((constructor)) static void buckets_atfork(void)
 {
-	pthread_atfork(buckets_lock_all, buckets_unlock_all, buckets_unlock_all);
+	pthread_atfork(NULL, NULL, buckets_reset_in_child);
 }
 
 static _Thread_local sem_t thread_sem;
