@@ -1365,7 +1365,8 @@ static void usage(FILE *f)
 "  --inject=W          break the harness on purpose: hang (a thread never\n"
 "                      unlocks; the watchdog must fire), leak (a request is\n"
 "                      never unlocked; range_lock_tree_destroy must fail)\n"
-"  --verbose, --help\n");
+"  --verbose           per-thread counters at the end\n"
+"  --help\n");
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -1894,6 +1895,16 @@ int main(int argc, char **argv)
 	}
 	print_mode(stdout, "", true);
 	print_mode(stdout, "", false);
+	if (opt.verbose) {
+		for (int i = 0; i < nr_slots; i++) {
+			struct slot *s = &slots[i];
+
+			printf("  %s %d: %" PRIu64 " acquisitions, %" PRIu64 " lock calls,"
+			       " %" PRIu64 " fails, %" PRIu64 " errors, %u restarts\n",
+			       slot_name(s), s->id, GET(s->acquired), GET(s->progress),
+			       GET(s->fails), GET(s->errors), s->generation);
+		}
+	}
 	print_calls();
 	if (type_is_range()) {
 		range_lock_tree_get_stats(&tree, &st);
