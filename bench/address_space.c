@@ -45,7 +45,8 @@
  * read under a read lock covering at least the page read.  In the narrowed
  * mode two operations on disjoint pages run in parallel, so the sorted array
  * itself (which an insertion anywhere shifts) needs its own short lock,
- * as_struct_lock(); in the two big-lock modes it compiles to nothing.  (The
+ * as_struct_read_lock() and as_struct_write_lock(); in the two big-lock
+ * modes they compile to nothing.  (The
  * RFC's cover letter says the same of the VMA tree and cache.)
  *
  * The self-checks, exit 1 if any fails:
@@ -149,11 +150,14 @@ typedef int as_lock_t;
 #error "AS_LOCK_MODE must be 0 (none), 1 (rwlock), 2 (full) or 3 (narrow)"
 #endif
 
+/* The region array's own lock: lookups share it, changes exclude. */
 #ifdef AS_NEED_STRUCT_LOCK
-#define as_struct_lock(as)            pthread_mutex_lock(&(as)->struct_lock)
-#define as_struct_unlock(as)          pthread_mutex_unlock(&(as)->struct_lock)
+#define as_struct_read_lock(as)       pthread_rwlock_rdlock(&(as)->struct_lock)
+#define as_struct_write_lock(as)      pthread_rwlock_wrlock(&(as)->struct_lock)
+#define as_struct_unlock(as)          pthread_rwlock_unlock(&(as)->struct_lock)
 #else
-#define as_struct_lock(as)            do { } while (0)
+#define as_struct_read_lock(as)       do { } while (0)
+#define as_struct_write_lock(as)      do { } while (0)
 #define as_struct_unlock(as)          do { } while (0)
 #endif
 
@@ -186,7 +190,7 @@ struct region {
 
 struct address_space {
 	as_lock_t lock;                 /* the lock the wrappers take */
-	pthread_mutex_t struct_lock;    /* the array, in the narrowed mode */
+	pthread_rwlock_t struct_lock;   /* the array, in the narrowed mode */
 	struct region **regions;        /* sorted by start, non-overlapping */
 	_Atomic size_t nr_regions;
 	uint64_t pages, page_words;
@@ -220,7 +224,6 @@ static void report(struct address_space *as, const char *fmt, ...)
 #define LOAD(p) atomic_load_explicit((p), RELAXED)
 #define STORE(p, v) atomic_store_explicit((p), (v), RELAXED)
 
-#if AS_LOCK_MODE == AS_LOCK_RWLOCK
 /*
  * glibc's rwlock prefers readers by default: with faults arriving all the
  * time, map and unmap could wait for ever.  The kernel's rwsem and the range
@@ -238,10 +241,9 @@ static void as_rwlock_init(pthread_rwlock_t *l)
 	pthread_rwlock_init(l, &attr);
 	pthread_rwlockattr_destroy(&attr);
 }
-#endif
 
 /* ------------------------------------------- the sorted array of regions */
-/* All three run under as_struct_lock() and a lock covering what they touch. */
+/* Under as_struct_*_lock() and a range lock covering what they touch. */
 
 /* Index of the first region whose end is above @page (nr if none). */
 static size_t first_ending_after(struct address_space *as, uint64_t page)
@@ -357,7 +359,7 @@ static int as_map(struct address_space *as, uint64_t start, uint64_t n,
 	as_range_define(r, start, start + n - 1);
 	as_write_lock(as, r);
 
-	as_struct_lock(as);
+	as_struct_write_lock(as);
 	if (regions_in(as, start, start + n, clash, 1) != 0) {
 		as_struct_unlock(as);
 		as_write_unlock(as, r);
@@ -406,7 +408,7 @@ static int as_unmap(struct address_space *as, uint64_t start, uint64_t n)
 	as_range_define(r, start, start + n - 1);
 	as_write_lock(as, r);
 
-	as_struct_lock(as);
+	as_struct_read_lock(as);
 	nr = regions_in(as, start, start + n, victims, 64);
 	as_struct_unlock(as);
 
@@ -420,7 +422,7 @@ static int as_unmap(struct address_space *as, uint64_t start, uint64_t n)
 			       LOAD(&reg->faults), page_fault_sum(as, reg));
 		fill_pages(as, reg->start, reg->end, POISON);
 		hold(as);
-		as_struct_lock(as);
+		as_struct_write_lock(as);
 		array_remove(as, reg);
 		as_struct_unlock(as);
 		STORE(&reg->state, DEAD);
@@ -446,7 +448,7 @@ static int as_protect(struct address_space *as, uint64_t start, uint64_t n,
 	as_range_define(r, start, start + n - 1);
 	as_write_lock(as, r);
 
-	as_struct_lock(as);
+	as_struct_read_lock(as);
 	nr = regions_in(as, start, start + n, regs, 64);
 	as_struct_unlock(as);
 
@@ -493,7 +495,7 @@ static enum fault_result as_fault(struct address_space *as, uint64_t addr,
 		*waited_ns = now_ns() - t0 + 1;
 	}
 
-	as_struct_lock(as);
+	as_struct_read_lock(as);
 	idx = first_ending_after(as, addr);
 	if (idx < LOAD(&as->nr_regions) && as->regions[idx]->start <= addr)
 		reg = as->regions[idx];
@@ -778,7 +780,7 @@ int main(int argc, char **argv)
 	/* The address space: everything poisoned, then the stable regions. */
 	memset(&as, 0, sizeof(as));
 	as_lock_init(&as);
-	pthread_mutex_init(&as.struct_lock, NULL);
+	as_rwlock_init(&as.struct_lock);
 	pthread_mutex_init(&as.retire_lock, NULL);
 	as.pages = cfg.pages;
 	as.page_words = cfg.page_words;
