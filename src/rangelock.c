@@ -113,11 +113,20 @@
  */
 #define KILLABLE_SLICE_NS 10000000L
 
-/* Spin iterations on the grant word before sleeping: the range lock's
- * spin-on-owner.  A short wait costs a spin, not two context switches. */
-#ifndef RL_GRANT_SPIN
-#define RL_GRANT_SPIN 2000
+/*
+ * Spinning on the grant word before sleeping: the range lock's spin-on-owner.
+ * A short wait then costs a spin, not two context switches.  Userspace cannot
+ * see whether the holder runs, so each thread adapts its own budget (in
+ * pause instructions): it doubles when a spin ends in a grant and halves when
+ * the thread had to sleep anyway -- with more threads than CPUs spins keep
+ * failing and shrink to the minimum.
+ */
+#ifndef RL_GRANT_SPIN_MAX
+#define RL_GRANT_SPIN_MAX 1024
 #endif
+#define RL_GRANT_SPIN_MIN 8
+static _Thread_local uint32_t grant_spin_budget
+	__attribute__((tls_model("initial-exec"))) = RL_GRANT_SPIN_MAX / 4;
 
 _Static_assert(sizeof(struct range_lock) <= 64, "struct range_lock grew");
 _Static_assert(sizeof(struct range_lock_tree) <= 64, "struct range_lock_tree grew");
@@ -495,10 +504,19 @@ static int wait_loop(struct waiter *w)
 
 	/* No spin for interruptible waits: a signal handler that runs while
 	 * we spin would go unreported. */
-	for (int i = 0; w->kind != WAIT_INTERRUPTIBLE && i < RL_GRANT_SPIN; i++) {
-		if (!(atomic_load_explicit(word, memory_order_acquire) >> 1))
-			return 0;
-		rl_cpu_relax();
+	if (w->kind != WAIT_INTERRUPTIBLE) {
+		uint32_t budget = grant_spin_budget;
+
+		for (uint32_t i = 0; i < budget; i++) {
+			if (!(atomic_load_explicit(word, memory_order_acquire) >> 1)) {
+				grant_spin_budget = budget < RL_GRANT_SPIN_MAX / 2
+							    ? budget * 2 : RL_GRANT_SPIN_MAX;
+				return 0;
+			}
+			rl_cpu_relax();
+		}
+		grant_spin_budget = budget > 2 * RL_GRANT_SPIN_MIN ? budget / 2
+								   : RL_GRANT_SPIN_MIN;
 	}
 	if (w->kind == WAIT_INTERRUPTIBLE)
 		flags = RL_WAIT_INTERRUPTIBLE;
