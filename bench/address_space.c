@@ -705,7 +705,7 @@ static void usage(FILE *out)
 "  -w, --page-words N   8-byte words per page (default 512: 4 KiB)\n"
 "      --slot N         pages per map/unmap slot (default 128)\n"
 "      --hold-us US     sleep under the write lock in each map, unmap and\n"
-"                       protect (default 500)\n"
+"                       protect (default 2000)\n"
 "      --pause-us US    mappers sleep between operations (default 500)\n"
 "  -c, --churn-faults P percent of faults sent to the half where regions\n"
 "                       change (default 0; ctest uses 20 to exercise the\n"
@@ -736,7 +736,7 @@ int main(int argc, char **argv)
 		.pages = 4096, .page_words = 512, .slot = 128,
 		.stable_len = 120, .stable_gap = 8,
 		.faulters = 2, .mappers = 1, .churn_pct = 0,
-		.hold_us = 500, .pause_us = 500, .duration = 2.0, .seed = 1,
+		.hold_us = 2000, .pause_us = 500, .duration = 2.0, .seed = 1,
 	};
 	struct address_space as;
 	struct worker *workers;
