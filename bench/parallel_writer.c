@@ -88,6 +88,7 @@ struct config {
 	bool modes[NR_MODES];           /* which modes to run */
 	bool broken;
 	bool quiet;
+	bool stats;                     /* print the range lock's statistics */
 };
 
 /* Everything the threads of one run share. */
@@ -619,7 +620,10 @@ static struct result run_mode(const struct config *cfg, enum lock_mode mode,
 	r.fd = fd;
 	r.nwords = cfg->file_size / WORD;
 	range_lock_tree_init(&r.tree);
-	range_lock_tree_enable_stats(&r.tree, &stats_storage);
+	/* Statistics cost a little (and switch off the lone-request fast
+	 * path), so they are counted only when asked for. */
+	if (cfg->stats)
+		range_lock_tree_enable_stats(&r.tree, &stats_storage);
 	pthread_mutex_init(&r.mutex, NULL);
 	rwlock_init_fair(&r.rwlock);
 	atomic_init(&r.next_version, 1);
@@ -670,7 +674,8 @@ static struct result run_mode(const struct config *cfg, enum lock_mode mode,
 
 	if (range_lock_tree_destroy(&r.tree) != 0)
 		report(&r, "range lock tree still busy at the end");
-	range_lock_tree_get_stats(&r.tree, &res.stats);
+	if (cfg->stats)
+		range_lock_tree_get_stats(&r.tree, &res.stats);
 	final_check(&r);
 
 	for (i = 0; i < nthreads; i++) {
@@ -756,6 +761,8 @@ static void usage(FILE *out)
 "      --broken          no lock at all (same as --lock none): the checks\n"
 "                        must catch torn extents and the program exit 1\n"
 "      --seed N          random seed (default 1)\n"
+"      --stats           count and print the range lock's statistics\n"
+"                        (acquisitions that waited, wait times)\n"
 "  -q, --quiet           print only the summary\n"
 "  -h, --help            this text\n"
 "Sizes are rounded down to multiples of 8 bytes.  Exit status: 0 checks\n"
@@ -778,6 +785,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 5 },
 		{ "io-delay-us", required_argument, NULL, 6 },
 		{ "rounds", required_argument, NULL, 7 },
+		{ "stats", no_argument, NULL, 8 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -826,6 +834,7 @@ int main(int argc, char **argv)
 		case 5: cfg.seed = parse_size(optarg, "--seed"); break;
 		case 6: cfg.delay_us = (long)parse_size(optarg, "--io-delay-us"); break;
 		case 7: cfg.rounds = (unsigned)parse_size(optarg, "--rounds"); break;
+		case 8: cfg.stats = true; break;
 		case 'q': cfg.quiet = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -915,7 +924,7 @@ int main(int argc, char **argv)
 		       (cfg.writers + cfg.readers),
 		       res[m].errors ? "TORN" : "ok");
 		fflush(stdout);
-		if (m == LOCK_RANGE && !cfg.quiet)
+		if (m == LOCK_RANGE && cfg.stats)
 			printf("        (range lock statistics: %" PRIu64 " of %"
 			       PRIu64 " acquisitions waited for an overlapping"
 			       " extent, %.0f us on average, %.0f us at most)\n",
