@@ -37,8 +37,8 @@
  *     words already v, others still older) breaks that rule: a torn read;
  *   - at the end the file is re-read and every word must hold exactly the
  *     newest version among the writes that covered it (or 0 if none did):
- *     writes that intersect all intersect at each word they share, so the
- *     lock ordered them and the newest must have landed everywhere.  Any
+ *     the writes that covered one word all intersect, so the lock ordered
+ *     them, and the newest of them must be what the word holds.  Any
  *     interleaving of two writes, or a write that landed out of lock order,
  *     breaks it.
  *   --broken (or --lock none) runs without any lock to show that these checks
