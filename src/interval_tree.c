@@ -10,7 +10,8 @@
  * subtree_last = max(last, left->subtree_last, right->subtree_last).
  * Insertion and erasure follow Cormen et al. with NULL leaves; a rotation
  * recomputes the two nodes it moves, and erasure recomputes the path from the
- * lowest node whose children changed up to the root.
+ * lowest node whose children changed up to where the maximum no longer
+ * depends on the erased node.
  */
 #include "interval_tree.h"
 
@@ -247,7 +248,7 @@ static void erase_fixup(struct range_lock **root, struct range_lock *x,
 
 void itree_erase(struct range_lock **root, struct range_lock *z)
 {
-	struct range_lock *x, *xp, *y, *n;
+	struct range_lock *x, *xp, *y = NULL, *n;
 	bool removed_black;
 
 	if (!z->rb_left || !z->rb_right) {
@@ -277,9 +278,21 @@ void itree_erase(struct range_lock **root, struct range_lock *z)
 		set_parent(y->rb_left, y);
 		copy_colour(y, z);
 	}
-	/* Every node whose subtree lost z lies on the path from xp up. */
-	for (n = xp; n; n = itree_parent(n))
+	/*
+	 * Every node whose subtree lost z lies on the path from xp up, and lost
+	 * only z; y (if z had two children) now stands in z's place, on that
+	 * path, with new children.  A node whose cached maximum exceeds z->last
+	 * keeps it (another node provides it), and so do all above it: stop
+	 * there, once past y.  This spares reading the siblings along the path,
+	 * which are cache misses in a large tree.
+	 */
+	for (n = xp; n; n = itree_parent(n)) {
+		if (n == y)
+			y = NULL;
+		else if (n->subtree_last > z->last && !y)
+			break;
 		n->subtree_last = subtree_max(n);
+	}
 	if (removed_black)
 		erase_fixup(root, x, xp);
 
