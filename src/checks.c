@@ -62,6 +62,12 @@ void rl_check_tree(const struct range_lock_tree *tree)
 	if (first != tree->leftmost)
 		tree_broken(tree, "leftmost is not the first node", NULL, NULL);
 
+	count = 0;
+	for (n = first; n; n = itree_next_inorder(n))
+		count += blocking_of(n) != 0;
+	if (count != tree->nr_waiting)
+		tree_broken(tree, "nr_waiting differs from the waiting requests", NULL, NULL);
+
 	for (n = first; n; prev = n, n = itree_next_inorder(n)) {
 		uint32_t expect = 0;
 

@@ -40,7 +40,7 @@
  *     (FUTEX_WAKE is skipped when nobody does).
  *
  * Who writes which field, under which lock:
- *   tree->root, leftmost, seqnum, nr_requests, stats counters (except the
+ *   tree->root, leftmost, seqnum, nr_requests, nr_waiting, stats counters (except the
  *       wait times), and every node's links, flags, start/last/subtree_last,
  *       seqnum:                             only under tree_lock.
  *   tree->stats (the pointer):              under tree_lock (release store),
@@ -283,8 +283,17 @@ static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *
 	uint32_t old = atomic_fetch_sub_explicit(wait_word(waiter), ONE_BLOCKER,
 						 memory_order_release);
 
+	if ((old >> 1) == 2 && (old & SLEEPING)) {
+		/* Next in line now, and asleep: wake it so that it spins for
+		 * its grant and takes over while running, instead of a grant
+		 * waiting for the scheduler (a convoy when threads outnumber
+		 * CPUs).  To the waiter this is a spurious wake-up. */
+		wake_list_add(wl, wait_word(waiter));
+		return;
+	}
 	if ((old >> 1) != 1)
 		return;
+	tree->nr_waiting--;
 	if (st)
 		stat_granted(st, reader, true);
 	if (old & SLEEPING)
@@ -329,6 +338,7 @@ static void insert_request(struct range_lock_tree *tree, struct range_lock *lock
 	atomic_store_explicit(wait_word(lock), blockers * ONE_BLOCKER,
 			      memory_order_relaxed);
 	tree->nr_requests++;
+	tree->nr_waiting += blockers != 0;
 	if (!tree->root) {
 		/* Fast path, the uncontended case: the request is the tree. */
 		lock->rb_left = lock->rb_right = NULL;
@@ -360,6 +370,8 @@ static void remove_request(struct range_lock_tree *tree, struct range_lock *lock
 	if (tree->leftmost == lock)
 		tree->leftmost = itree_next_inorder(lock);
 	itree_erase(&tree->root, lock);
+	if (!tree->nr_waiting)
+		return; /* nobody counted us: no walk (all held, e.g.) */
 
 	if (!intersects_any(tree, lock))
 		return;
@@ -456,12 +468,11 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 {
 	struct range_lock_tree *tree = w->tree;
 	struct range_lock *lock = w->lock;
-	struct wake_list wl;
-
-	wl.n = 0; /* only n: zeroing the array costs stores on the hot path */
+	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
 	struct range_lock_stats *st;
 	bool granted;
 
+	wl.n = 0;
 	tree_lock(tree);
 	st = tree->stats;
 	granted = (atomic_load_explicit(wait_word(lock), memory_order_acquire) >> 1) == 0;
@@ -469,6 +480,8 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 		tree_unlock(tree);
 		return true;
 	}
+	if (!granted)
+		tree->nr_waiting--;
 	if (st) {
 		/* Timed here, under tree_lock: once the request is out of the
 		 * tree, the tree and its statistics storage may be freed. */
@@ -494,37 +507,63 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 
 /* ---- waiting ---------------------------------------------------------- */
 
+/*
+ * Spin on the grant word for the thread's current budget.  True when the
+ * grant arrived; the budget doubles then, and halves when it did not.
+ */
+static bool spin_for_grant(_Atomic uint32_t *word)
+{
+	uint32_t budget = grant_spin_budget;
+
+	for (uint32_t i = 0; i < budget; i++) {
+		if (!(atomic_load_explicit(word, memory_order_acquire) >> 1)) {
+			grant_spin_budget = budget < RL_GRANT_SPIN_MAX / 2
+						    ? budget * 2 : RL_GRANT_SPIN_MAX;
+			return true;
+		}
+		rl_cpu_relax();
+	}
+	grant_spin_budget = budget > 2 * RL_GRANT_SPIN_MIN ? budget / 2
+							   : RL_GRANT_SPIN_MIN;
+	return false;
+}
+
 /* Returns 0 when granted, -EINTR or -ETIMEDOUT after leaving the tree. */
 static int wait_loop(struct waiter *w)
 {
 	_Atomic uint32_t *word = wait_word(w->lock);
-	unsigned flags = 0;
-	uint32_t v;
-	int r;
-
+	unsigned flags = w->kind == WAIT_INTERRUPTIBLE ? RL_WAIT_INTERRUPTIBLE : 0;
 	/* No spin for interruptible waits: a signal handler that runs while
 	 * we spin would go unreported. */
-	if (w->kind != WAIT_INTERRUPTIBLE) {
-		uint32_t budget = grant_spin_budget;
-
-		for (uint32_t i = 0; i < budget; i++) {
-			if (!(atomic_load_explicit(word, memory_order_acquire) >> 1)) {
-				grant_spin_budget = budget < RL_GRANT_SPIN_MAX / 2
-							    ? budget * 2 : RL_GRANT_SPIN_MAX;
-				return 0;
-			}
-			rl_cpu_relax();
-		}
-		grant_spin_budget = budget > 2 * RL_GRANT_SPIN_MIN ? budget / 2
-								   : RL_GRANT_SPIN_MIN;
-	}
-	if (w->kind == WAIT_INTERRUPTIBLE)
-		flags = RL_WAIT_INTERRUPTIBLE;
+	bool may_spin = w->kind != WAIT_INTERRUPTIBLE;
+	uint32_t v;
+	int r;
 
 	v = atomic_load_explicit(word, memory_order_acquire);
 	for (;;) {
 		if (!(v >> 1))
 			return 0;
+		/* Spin only when next in line (one blocker left): the others
+		 * cannot be granted soon, and spinning would take CPUs from
+		 * the threads that hold or are about to. */
+		if (may_spin && (v >> 1) == 1) {
+			may_spin = false;
+			if (v & SLEEPING) {
+				/* Woken early to spin (put_blocker()): stop
+				 * announcing a sleep, or the grant would come
+				 * with a needless FUTEX_WAKE. */
+				if (!atomic_compare_exchange_weak_explicit(
+					    word, &v, v & ~SLEEPING, memory_order_acquire,
+					    memory_order_acquire)) {
+					may_spin = true;
+					continue;
+				}
+			}
+			if (spin_for_grant(word))
+				return 0;
+			v = atomic_load_explicit(word, memory_order_acquire);
+			continue;
+		}
 		/* Announce the sleep, so the granter knows to FUTEX_WAKE. */
 		if (!(v & SLEEPING)) {
 			if (!atomic_compare_exchange_weak_explicit(
@@ -548,19 +587,20 @@ static int wait_loop(struct waiter *w)
 			}
 			(void)rl_wait(word, v, CLOCK_MONOTONIC, &slice, 0);
 			pthread_testcancel();
-			v = atomic_load_explicit(word, memory_order_acquire);
-			continue;
+		} else {
+			r = rl_wait(word, v, w->clockid,
+				    w->kind == WAIT_TIMED ? w->abstime : NULL, flags);
+			if ((r == -EINTR && w->kind == WAIT_INTERRUPTIBLE) ||
+			    (r == -ETIMEDOUT && w->kind == WAIT_TIMED)) {
+				if (withdraw_request(w, r == -EINTR ? GIVE_UP_SIGNAL
+								    : GIVE_UP_TIMEOUT))
+					return 0;
+				return r;
+			}
 		}
-		r = rl_wait(word, v, w->clockid,
-			    w->kind == WAIT_TIMED ? w->abstime : NULL, flags);
-		if ((r == -EINTR && w->kind == WAIT_INTERRUPTIBLE) ||
-		    (r == -ETIMEDOUT && w->kind == WAIT_TIMED)) {
-			if (withdraw_request(w, r == -EINTR ? GIVE_UP_SIGNAL
-							    : GIVE_UP_TIMEOUT))
-				return 0;
-			return r;
-		}
-		/* Any other return means "look again" (FUTEX-RULES rule 4). */
+		/* Any return means "look again" (FUTEX-RULES rule 4); after a
+		 * wake-up, next in line may spin again. */
+		may_spin = w->kind != WAIT_INTERRUPTIBLE;
 		v = atomic_load_explicit(word, memory_order_acquire);
 	}
 }
@@ -788,14 +828,13 @@ static void check_held(const char *call, struct range_lock_tree *tree,
 static void unlock_common(const char *call, struct range_lock_tree *tree,
 			  struct range_lock *lock, bool reader)
 {
-	struct wake_list wl;
-
-	wl.n = 0; /* only n: zeroing the array costs stores on the hot path */
+	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
 	struct range_lock_stats *st;
 
 	check_args(call, tree, lock);
 	if (tree_fast_release(tree_lock_word(tree), fast_value(lock, reader)))
 		return;
+	wl.n = 0;
 	tree_lock(tree);
 	check_held(call, tree, lock, reader);
 	rl_check_released(tree, lock);
@@ -819,20 +858,21 @@ void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 
 void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	struct wake_list wl;
-
-	wl.n = 0; /* only n: zeroing the array costs stores on the hot path */
+	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
 	struct range_lock *n;
 
 	check_args("range_downgrade_write", tree, lock);
+	wl.n = 0;
 	tree_lock(tree);
 	check_held("range_downgrade_write", tree, lock, false);
 	lock->rb_parent_flags |= RL_READER;
 	/* Later readers counted us as a writer; as a reader we no longer
 	 * conflict with them.  Later writers still wait for us. */
-	itree_foreach(n, tree->root, lock->start, lock->last) {
-		if (n->seqnum > lock->seqnum && is_reader(n))
-			put_blocker(tree, n, &wl);
+	if (tree->nr_waiting) {
+		itree_foreach(n, tree->root, lock->start, lock->last) {
+			if (n->seqnum > lock->seqnum && is_reader(n))
+				put_blocker(tree, n, &wl);
+		}
 	}
 	tree_unlock(tree);
 	wake_list_flush(&wl);

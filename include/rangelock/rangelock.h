@@ -107,7 +107,7 @@ struct range_lock_tree {
 	uint64_t seqnum;              /* next arrival number */
 	struct range_lock_stats *stats; /* NULL unless statistics are enabled */
 	uint32_t nr_requests;         /* requests in the tree */
-	uint32_t reserved32;
+	uint32_t nr_waiting;          /* of which waiting */
 	uint64_t reserved[2];
 };
 
