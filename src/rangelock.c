@@ -648,7 +648,7 @@ static bool timespec_valid(clockid_t clockid, const struct timespec *abstime)
 	       abstime->tv_nsec < 1000000000L;
 }
 
-static int lock_common(const char *call, struct range_lock_tree *tree,
+static inline __attribute__((always_inline)) int lock_common(const char *call, struct range_lock_tree *tree,
 		       struct range_lock *lock, bool reader, struct waiter *w,
 		       int subclass, void *site)
 {
@@ -757,7 +757,7 @@ int range_write_lock_killable_nested(struct range_lock_tree *tree,
 			   false, &w, subclass, CALLER);
 }
 
-static int trylock_common(const char *call, struct range_lock_tree *tree,
+static inline __attribute__((always_inline)) int trylock_common(const char *call, struct range_lock_tree *tree,
 			  struct range_lock *lock, bool reader, void *site)
 {
 	struct range_lock_stats *st;
@@ -825,7 +825,7 @@ static void check_held(const char *call, struct range_lock_tree *tree,
 	}
 }
 
-static void unlock_common(const char *call, struct range_lock_tree *tree,
+static inline __attribute__((always_inline)) void unlock_common(const char *call, struct range_lock_tree *tree,
 			  struct range_lock *lock, bool reader)
 {
 	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
