@@ -5,7 +5,10 @@
  * DESIGN
  * ======
  * Every request, held or waiting, is a node of the tree's interval tree
- * (interval_tree.c).  A request R entering the tree takes the next arrival
+ * (interval_tree.c) -- except a lone request on an empty tree, which holds
+ * it through the lock word alone and enters the tree only when another
+ * request needs the internal lock (the fast path, tree_lock.h; it is then
+ * inserted first, as the held request it is).  A request R entering the tree takes the next arrival
  * number (seqnum) and counts its blockers: the requests already in the tree
  * whose range intersects R's and that conflict with R.  Two requests
  * conflict unless both are readers.  R owns its range when that count is 0.
@@ -33,11 +36,15 @@
  *   - blocking is written only under tree_lock: set at entry before the
  *     request is published (relaxed store: nobody else can see it until
  *     tree_lock is released); decremented by others with fetch_sub.
- *   - SLEEPING is set only by the waiter, without tree_lock, by
- *     compare-and-swap, just before FUTEX_WAIT on the value it set.  That is
- *     why the decrement must be an atomic read-modify-write: it races with
- *     the waiter's CAS, and its old value tells whether anyone sleeps
- *     (FUTEX_WAKE is skipped when nobody does).
+ *   - SLEEPING is set and cleared only by the waiter, without tree_lock,
+ *     by compare-and-swap: set just before FUTEX_WAIT on the value it set,
+ *     cleared when it starts to spin (it spins only while next in line:
+ *     one blocker left).  That is why the decrement must be an atomic
+ *     read-modify-write: it races with the waiter's CAS, and its old value
+ *     tells whether anyone sleeps (FUTEX_WAKE is skipped when nobody does).
+ *   - The decrement that leaves a sleeping waiter next in line (2 -> 1)
+ *     wakes it early, to spin for its grant while the holder works; to
+ *     the waiter that is a spurious wake-up.
  *
  * Who writes which field, under which lock:
  *   tree->root, leftmost, seqnum, nr_requests, nr_waiting, stats counters (except the
@@ -66,8 +73,9 @@
  *   - SLEEPING CAS: acquire, only because a failed CAS hands back a value
  *     that may show the grant; the bit itself orders nothing, and all RMWs on one word are
  *     totally ordered, so a granter's fetch_sub sees it or the CAS fails.
- *   - Reads of wait_word under tree_lock (validation, give-up): relaxed;
- *     only the granter can change the count and it holds tree_lock.
+ *   - Reads of wait_word under tree_lock: relaxed for validation (only a
+ *     granter, holding tree_lock, can change the count); acquire in the
+ *     give-up path, which may keep a grant and enter the critical section.
  *
  * Rule from ../FUTEX-RULES.md: nobody touches a request after its grant is
  * visible, except through the futex address itself.  A granter keeps the
@@ -273,8 +281,9 @@ static inline void wake_list_flush(struct wake_list *wl)
 
 /* ---- tree operations, under tree_lock -------------------------------- */
 
-/* Take one blocker off @waiter; grant it if that was the last.
- * The fetch_sub is the last write to @waiter (see DESIGN). */
+/* Take one blocker off @waiter; grant it if that was the last (the
+ * fetch_sub is the last write to @waiter, see DESIGN), or wake it early if
+ * it sleeps and is now next in line. */
 static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *waiter,
 			       struct wake_list *wl)
 {
@@ -399,8 +408,14 @@ static inline void tree_lock(struct range_lock_tree *tree)
 
 	if (__builtin_expect(fast != 0, 0)) {
 		struct range_lock *holder = (struct range_lock *)(fast & ~TL_FAST_BITS);
+		bool reader = fast == ((uintptr_t)holder | TL_FAST_R);
 
-		insert_request(tree, holder, fast == ((uintptr_t)holder | TL_FAST_R), 0);
+		insert_request(tree, holder, reader, 0);
+		/* Statistics were off when it took the fast path (or it raced
+		 * with their enabling): count its hold now, as its unlock will
+		 * go through the tree and be counted. */
+		if (tree->stats)
+			stat_granted(tree->stats, reader, false);
 	}
 }
 
@@ -416,8 +431,9 @@ static inline bool fast_path_allowed(struct range_lock_tree *tree)
 	(void)tree;
 	return false; /* every request goes through the checked tree */
 #else
-	/* Statistics count in the tree; enabling them displaces any fast
-	 * holder, so a relaxed look is enough. */
+	/* Statistics count in the tree.  Enabling them displaces any fast
+	 * holder; one that slips in between this look and its CAS is counted
+	 * when it is displaced (tree_lock()), so a relaxed look is enough. */
 	return !__atomic_load_n(&tree->stats, __ATOMIC_RELAXED);
 #endif
 }

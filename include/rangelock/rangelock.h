@@ -185,7 +185,9 @@ RANGELOCK_API void range_write_lock(struct range_lock_tree *tree,
  * ends the wait.
  *
  * Return: 0 when the range is held; -EINTR when a signal handler ran while
- * the call waited, with or without SA_RESTART (as sem_wait()).  After -EINTR
+ * the call slept, with or without SA_RESTART (as sem_wait(); a handler that
+ * runs in the instants the call is awake -- taking the internal lock,
+ * announcing its sleep -- is not reported, as with sem_wait()).  After -EINTR
  * the request is out of the tree and the later requests it delayed go on.
  * A request granted at the same moment as the signal is kept: 0.
  */
@@ -338,8 +340,8 @@ struct range_lock_stats {
 
 /**
  * range_lock_tree_enable_stats() - start counting statistics into @storage.
- * @storage: memory the library writes the counters to (under the tree's
- *           internal lock); it must stay valid until the tree is destroyed.
+ * @storage: memory the library writes the counters to (with atomic
+ *           stores); it must stay valid until the tree is destroyed.
  *
  * The tree itself stays 64 bytes; the counters live in memory you provide.
  * Counting starts from the requests present now (held_now, waiting_now).
@@ -350,7 +352,9 @@ struct range_lock_stats {
 RANGELOCK_API int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 					       struct range_lock_stats *storage);
 /**
- * range_lock_tree_get_stats() - copy a consistent snapshot of the counters.
+ * range_lock_tree_get_stats() - copy the counters.  All but the wait times
+ * form a consistent snapshot (taken under the internal lock); a waiter adds
+ * its wait time without that lock, just after its grant.
  *
  * Return: 0, or -ENODATA if statistics were never enabled for @tree (@stats
  * is then zeroed).

@@ -303,9 +303,8 @@ static void test_fifo_and_reader_behind_writer(void **state)
 	assert_false(atomic_load(&r1.done));
 	assert_false(atomic_load(&w2.done));
 	finish(&w1);
-	/* r1 and r2 (readers, both behind w1 only) run; w2 is disjoint from
-	 * r1 but arrived before r2? No: w2 [0,0] and r2 [5,9] do not
-	 * intersect, so each waits only for w1. */
+	/* r1, w2 and r2 each wait for w1 only: w2 [0,0] intersects neither
+	 * r1 [5,5] nor r2 [5,9], and r1 and r2 are both readers. */
 	assert_true(wait_done(&r1));
 	assert_true(wait_done(&w2));
 	assert_true(wait_done(&r2));
