@@ -1,88 +1,112 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rangelock.pml -- a SPIN model of the locking protocol of src/rangelock.c.
+ * rangelock.pml -- a SPIN model of the locking protocol of src/rangelock.c,
+ * at the level of its atomic steps.  docs/model.md explains it at length;
+ * a change to either side must be mirrored on the other (see the table).
  *
- * WHAT IS MODELLED, AND WHERE IT LIVES IN src/  (docs/model.md says more)
- * ==============================================
- * Model step                          src/ function (file)
- * ---------------------------------   --------------------------------------
- * CS_BEGIN / CS_END                   tree_lock() / tree_unlock()
- *                                     (rangelock.c; tree_lock.h, tree_lock.c)
- * count_blockers()                    count_blockers()         rangelock.c
- * entry critical section ("enter")    lock_common(): count_blockers() +
- *                                     insert_request() under tree_lock
- * rank-renumbering of seq[]           tree->seqnum++ in insert_request()
- *                                     (abstracted, see "seqnums" below)
- * put_blocker()                       put_blocker(): fetch_sub(ONE_BLOCKER),
- *                                     wake only if old had SLEEPING
- * remove_request()                    remove_request()
- * wake list wl / wake_flush()         struct wake_list, wake_list_add(),
- *                                     wake_list_flush() after tree_unlock()
- * futex_wake()                        rl_wake_one()            wait_futex.c
- * waiter loop "check" ... "blocked"   wait_loop(): acquire load, CAS of
- *                                     SLEEPING, rl_wait(word, v)
- * futex wait (value-checked)          rl_wait() = FUTEX_WAIT_BITSET
- * give-up (signal / timeout)          wait_loop() -> withdraw_request(
- *                                     GIVE_UP_SIGNAL / GIVE_UP_TIMEOUT)
- * cancellation                        withdraw_on_cancel() -> withdraw_request(
- *                                     GIVE_UP_CANCEL), async cancellation
- *                                     window in rl_wait(RL_WAIT_CANCELLABLE)
- * withdraw critical section           withdraw_request()
- * downgrade critical section          range_downgrade_write()
- * unlock critical section             unlock_common() (check_held(),
- *                                     remove_request())
- * check_inv()                         the invariant of the DESIGN comment,
- *                                     rl_check_tree() in checks.c
- * shadow sr[] / sw[]                  the caller's critical section (not src/)
+ * MODEL STEP -> src/ (function, file)
+ * ==================================
+ * label / inline here            what it does               src/
+ * -----------------------------  -------------------------  ------------------
+ * CS_BEGIN ... CS_END            one tree_lock critical     tree_lock(),
+ *                                section, one atomic step   tree_unlock()
+ *                                                           (tree_lock.h/.c)
+ * start: (atomic)                range_lock_init(), then    lock_common(),
+ *                                count + insert under       trylock_common()
+ *                                tree_lock; a busy trylock
+ *                                inserts nothing
+ * count_blockers()               earlier conflicting        count_blockers()
+ *                                intersecting requests
+ * "rd[i] = ..., seq[i] = nreq"   seqnum, mode, wait_word =  insert_request()
+ *                                blocking << 1
+ * cas:                           CAS(word, v, v|SLEEPING)   wait_loop()
+ * fwait:                         FUTEX_WAIT(word, v): block wait_loop() ->
+ *                                iff word == v, else EAGAIN rl_wait()
+ *                                                           (wait_futex.c)
+ * blocked "if"                   woken / spurious / EINTR   rl_wait() returns,
+ *                                or ETIMEDOUT / cancelled   wait_loop()
+ * LOOK                           acquire load of the word:  wait_loop()'s
+ *                                granted, CAS, or wait      "v = load; if
+ *                                                           (!(v >> 1))"
+ * give_up:                       give up on signal/timeout  withdraw_request(
+ *                                (keep a grant that won)    GIVE_UP_SIGNAL /
+ *                                                           GIVE_UP_TIMEOUT)
+ * cancelled:                     cancellation (release a    withdraw_on_cancel()
+ *                                grant that won)            -> withdraw_request(
+ *                                                           GIVE_UP_CANCEL)
+ * remove_request(why)            erase, decrement the later remove_request()
+ *                                conflicting intersecting
+ *                                requests
+ * put_blocker(k)                 fetch_sub(ONE_BLOCKER);    put_blocker()
+ *                                wake-list it iff old was
+ *                                count 1 with SLEEPING
+ * wake_flush()                   FUTEX_WAKE each listed     wake_list_flush(),
+ *                                word after tree_unlock     rl_wake_one()
+ * owner: first option            check_held(); mode ->      range_downgrade_
+ *                                reader; decrement later    write()
+ *                                intersecting readers
+ * owner: second option           check_held();              unlock_common()
+ *                                remove_request()
+ * check_inv()                    blocking(R) = #earlier     DESIGN comment;
+ *                                intersecting conflicting   rl_check_tree()
+ *                                requests in the tree       (checks.c)
+ * shadow_enter/leave, sr[] sw[]  the caller's critical      (the caller)
+ *                                section: exclusion check
  *
- * The wait word is exactly src's: word = blocking << 1 | SLEEPING.
+ * The wait word is src's: word = blocking << 1 | SLEEPING (ONE_BLOCKER = 2).
  *
- * ATOMICITY
- * =========
- * Each tree_lock critical section is ONE atomic step here.  This is a sound
- * reduction of "lock held, other threads run": inside a critical section the
- * holder touches tree-lock-protected data (nobody else can look at it) and
- * each request's wait word at most once (one fetch_sub per later request);
- * everything the other threads do outside tree_lock touches one wait word per
- * step (load, CAS, futex wait), so each such step can be moved before or
- * after the whole critical section.  The mutant MUT_WAKE_BEFORE_GRANT touches
- * a word twice under the lock (wake, then fetch_sub); the reduction does not
- * hold for it, so that mutant runs with the critical sections split into
- * their individual steps (CS_BEGIN / CS_END below).
+ * ABSTRACTIONS (each argued in docs/model.md)
+ *   - A tree_lock critical section is one atomic step: inside it the holder
+ *     touches tree-lock data and each request's wait word at most once,
+ *     and every step of another thread outside tree_lock touches one wait
+ *     word, so it commutes to before or after the whole section.  The
+ *     mutant MUT_WAKE_BEFORE_GRANT touches a word twice (wake, then
+ *     fetch_sub); for it the sections are split into their single steps.
+ *   - The internal tree lock itself (a three-state futex mutex) is a plain
+ *     mutex here: tl.
+ *   - seqnums are ranks among the requests in the tree (only their order is
+ *     ever compared); a departure renumbers the later ones.
+ *   - The RL_GRANT_SPIN loads and the loop's first load are folded into the
+ *     first CAS: a load that sees the grant and a CAS that fails and sees
+ *     it lead to the same state.  A weak CAS that fails spuriously is a
+ *     stutter and is not modelled.
+ *   - Give-up: a waiting request picks gu (may give up) when it starts to
+ *     wait, and the way (signal/timeout vs cancellation) when it gives up;
+ *     a request gives up at most once and the kinds wait alike until then.
+ *     EINTR/ETIMEDOUT only while still blocked (a woken futex wait returns
+ *     0); cancellation anywhere in rl_wait()'s asynchronous window.
+ *   - Spurious futex wake-ups: one per run (budget "spurious"), so a lost
+ *     wake-up still shows as a stuck waiter; a late FUTEX_WAKE landing on a
+ *     thread's next request (same stack slot) is modelled as such.
+ *   - Memory is sequentially consistent: the release/acquire argument of the
+ *     DESIGN comment is not checked here (ThreadSanitizer's job).
  *
- * The futex: futex_wait(word, v) blocks atomically only if word == v
- * (otherwise EAGAIN); FUTEX_WAKE unblocks the waiter blocked on the word.
- * A blocked waiter may also return spuriously (budget: one per request, so
- * a lost wake-up still shows as a stuck waiter), with EINTR/ETIMEDOUT if it
- * gives up on a signal or timeout (only while still blocked: a woken futex
- * wait returns 0), or be cancelled anywhere inside rl_wait() (asynchronous
- * cancellation window).
- *
- * seqnums: only their order matters, so a request's seq is its rank among
- * the requests in the tree (0 = oldest); leaving renumbers the later ones.
- * This keeps the state space finite while processes loop for ever.
- *
- * Processes: N = 3 threads, each looping: pick read / write / write that
- * downgrades, a range [s, l] over NUNITS units, and how it waits (plain,
- * interruptible-or-timed = may give up and keep a racing grant, killable =
- * may be cancelled and release a racing grant); lock; critical section
- * (shadow); [downgrade;] unlock.  A thread may also stop, so a waiter left
- * behind by a lost wake-up is an invalid end state.
+ * THREADS: N = 3, each: pick read or write and a range [s, l] over NUNITS
+ * units; enter (lock or trylock); wait if counted, possibly giving up;
+ * critical section; a writer may downgrade; unlock.  With -DROUNDS=r
+ * (-DROUNDS0 for thread 0) a thread makes at most r requests; without, it
+ * loops for ever.  A thread may also stop (not under LIVENESS), so a waiter
+ * left behind by a lost wake-up is an invalid end state.
  *
  * PROPERTIES
  *   - exclusion: assertions on the shadow sr[] (readers) / sw[] (writer);
- *   - counting invariant check_inv() at the end of every critical section;
- *   - no invalid end state (deadlock, lost wake-up): pan's default check;
- *   - progress (-DLIVENESS, pan -a -f): every waiting request is eventually
- *     granted or has given up; for requests that never give up: granted.
+ *   - counting invariant: check_inv() at the end of every critical section,
+ *     and ASSERT_COUNTED(): a decrement never finds a zero count
+ *     (both off with -DNO_INVARIANT);
+ *   - check_held() of unlock/downgrade: the unlocker holds the range;
+ *   - no invalid end state (deadlock, lost wake-up): pan's safety run;
+ *   - progress (-DLIVENESS, pan -a -f): every request that waits is
+ *     eventually granted or gives up; a request that never gives up is
+ *     granted.  Weak fairness.
  *
- * MUTANTS (each must make the check fail):
+ * MUTANTS (each one line behind a macro; each must make the check fail)
  *   MUT_READER_NO_WRITERS         count_blockers(): a reader counts nobody
- *   MUT_UNLOCK_NO_UNACCOUNT       unlock skips remove_request()'s walk
- *   MUT_GIVEUP_UNACCOUNT_READERS  give-up walk decrements later requests
- *                                 without the conflict test (later readers
- *                                 of a reader it never blocked)
- *   MUT_WAKE_BEFORE_GRANT         put_blocker() wakes, then writes the grant
+ *   MUT_UNLOCK_NO_UNACCOUNT       unlock: remove_request() skips its walk
+ *   MUT_GIVEUP_UNACCOUNT_READERS  withdraw_request(): the walk decrements
+ *                                 later requests without the conflict test
+ *                                 (a reader un-accounts later readers)
+ *   MUT_WAKE_BEFORE_GRANT         put_blocker(): rl_wake_one() first, then
+ *                                 the fetch_sub that grants
  */
 
 #ifndef NUNITS
@@ -92,13 +116,6 @@
 #define ROUNDS0 ROUNDS
 #endif
 #define N 3
-
-/* how a request waits (the lock call used) */
-#define K_PLAIN 0   /* range_*_lock: never gives up */
-#define K_KEEP  1   /* _interruptible / _timedlock: EINTR / ETIMEDOUT;
-                       a grant that raced it is kept */
-#define K_KILL  2   /* _killable: cancellation; a grant that raced it is
-                       released like an unlock */
 
 /* why remove_request() runs */
 #define W_UNLOCK 0
