@@ -54,7 +54,9 @@
  *     unmapped or half re-protected) and contains the page, and every word
  *     of the page holds that region's current stamp;
  *   - unmap finds each region's fault counter equal to the sum of its pages'
- *     counters (no fault ran inside the write lock);
+ *     counters (no fault ran inside the write lock), and map, unmap and
+ *     protect find their pages unchanged after their sleep (no other change
+ *     ran inside it; run with -m 2 or more to exercise that);
  *   - at the end: the array is sorted and non-overlapping, every mapped page
  *     holds its region's stamp and every unmapped page the poison pattern,
  *     the per-region counters match their pages, and the faults counted by
@@ -331,6 +333,26 @@ static void fill_pages(struct address_space *as, uint64_t start, uint64_t end,
 }
 
 /*
+ * After its sleep a change checks that its pages still hold what it wrote:
+ * nobody else may write them while it holds its write lock.
+ */
+static void check_pages(struct address_space *as, const struct region *reg,
+			uint64_t value, const char *who)
+{
+	_Atomic uint64_t *w = page_words_of(as, reg->start);
+	uint64_t i, n = (reg->end - reg->start) * as->page_words;
+
+	for (i = 0; i < n; i++) {
+		if (LOAD(&w[i]) != value) {
+			report(as, "%s: page %" PRIu64 " of region %" PRIu64
+			       " changed under our write lock", who,
+			       reg->start + i / as->page_words, reg->id);
+			return;
+		}
+	}
+}
+
+/*
  * The rest of a change's time under the write lock: --hold-us asleep, as a
  * kernel sleeps under mmap_sem for I/O, memory reclaim or a TLB shootdown.
  * While it sleeps, every fault that needs the lock waits; that waiting, not
@@ -382,6 +404,7 @@ static int as_map(struct address_space *as, uint64_t start, uint64_t n,
 	for (p = reg->start; p < reg->end; p++)
 		STORE(&as->page_faults[p], 0);
 	hold(as);
+	check_pages(as, reg, LOAD(&reg->stamp), "map");
 	STORE(&reg->state, LIVE);
 
 	as_write_unlock(as, r);
@@ -422,6 +445,7 @@ static int as_unmap(struct address_space *as, uint64_t start, uint64_t n)
 			       LOAD(&reg->faults), page_fault_sum(as, reg));
 		fill_pages(as, reg->start, reg->end, POISON);
 		hold(as);
+		check_pages(as, reg, POISON, "unmap");
 		as_struct_write_lock(as);
 		array_remove(as, reg);
 		as_struct_unlock(as);
@@ -460,6 +484,7 @@ static int as_protect(struct address_space *as, uint64_t start, uint64_t n,
 		STORE(&reg->state, CHANGING);
 		fill_pages(as, reg->start, reg->end, stamp);
 		hold(as);
+		check_pages(as, reg, stamp, "protect");
 		STORE(&reg->prot, prot);
 		STORE(&reg->stamp, stamp);
 		STORE(&reg->state, LIVE);

@@ -44,15 +44,18 @@ if(BUILD_TESTING)
   set_tests_properties(example_parallel_writer example_parallel_writer_broken
                        PROPERTIES TIMEOUT 60 LABELS example)
   foreach(mode IN LISTS RANGELOCK_AS_MODES)
-    # 20% of the faults go where regions change, to exercise the checks.
+    # 20% of the faults go where regions change, and two mappers change
+    # regions at once, to exercise the checks.
     add_test(NAME example_address_space_${mode}
-             COMMAND address_space_${mode} --duration 1 --churn-faults 20)
+             COMMAND address_space_${mode} --duration 1 --churn-faults 20
+                     --mappers 2)
     set_tests_properties(example_address_space_${mode} PROPERTIES
                          TIMEOUT 60 LABELS example)
   endforeach()
   # No lock at all: faults must see half-mapped regions and exit 1.
   add_test(NAME example_address_space_none
-           COMMAND address_space_none --duration 2 --churn-faults 20)
+           COMMAND address_space_none --duration 2 --churn-faults 20
+                   --mappers 2)
   set_tests_properties(example_address_space_none PROPERTIES
                        WILL_FAIL TRUE TIMEOUT 60 LABELS example)
 endif()
