@@ -62,6 +62,8 @@
  *     word, so it commutes to before or after the whole section.  The
  *     mutant MUT_WAKE_BEFORE_GRANT touches a word twice (wake, then
  *     fetch_sub); for it the sections are split into their single steps.
+ *     -DSPLIT_CS splits them for the correct protocol too (a check of the
+ *     reduction: same verdict, more states).
  *   - The internal tree lock itself (a three-state futex mutex) is a plain
  *     mutex here: tl.
  *   - seqnums are ranks among the requests in the tree (only their order is
@@ -158,7 +160,7 @@ hidden byte hk, hm, hc;   /* scratch for d_step computations */
 #endif
 
 /* ---- tree lock critical sections -------------------------------------- */
-#ifndef MUT_WAKE_BEFORE_GRANT
+#if !defined(MUT_WAKE_BEFORE_GRANT) && !defined(SPLIT_CS)
 #define CS_BEGIN  atomic { tl == 0 -> tl = 1;
 #define CS_END    tl = 0 }
 #else
@@ -227,9 +229,7 @@ inline count_blockers()
 inline put_blocker(k)
 {
 #ifndef MUT_WAKE_BEFORE_GRANT
-	old = word[k];
-	ASSERT_COUNTED(old);
-	word[k] = old - ONE_BLOCKER;
+	atomic { old = word[k]; ASSERT_COUNTED(old); word[k] = old - ONE_BLOCKER };
 	if
 	:: (old >> 1) == 1 && (old & SLEEPING) -> wl = wl | (1 << k)
 	:: else
