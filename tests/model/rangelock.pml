@@ -136,13 +136,21 @@
 #define COUNTS(ra, rb)    (!(ra) && CONFLICT(ra, rb))	/* mutant */
 #endif
 
+/* the tree's lock word (tree_lock.h), without TL_SLEEPERS: the internal
+ * lock's own futex protocol is not modelled */
+#define TW_FREE      0	/* free, tree empty: a fast path may start */
+#define TW_LOCKED    1	/* internal lock held */
+#define TW_NONEMPTY  4	/* free, requests in the tree */
+#define TW_FAST(k, r) (8 + 2 * (k) + (r))	/* request k fast held, r: reader */
+
 /* ---- shared state --------------------------------------------------- */
-bit  tl;              /* tree_lock (held only across a split CS: mutant) */
+byte tw;              /* tree->lock_word */
 bit  intree[N];       /* request i is a node of the tree */
 bit  rd[N];           /* RL_READER flag of request i */
 byte st[N], la[N];    /* request i's [start, last] */
 byte seq[N];          /* rank of request i's seqnum among those in tree */
 byte nreq;            /* tree->nr_requests (= next rank) */
+byte nwait;           /* tree->nr_waiting: requests in the tree counted > 0 */
 byte word[N];         /* wait_word: blocking << 1 | SLEEPING */
 bit  fblocked[N];     /* thread i is blocked in FUTEX_WAIT on word[i] */
 bit  waiting[N];      /* ghost: request i waits (for the progress claim) */
@@ -159,21 +167,57 @@ hidden byte hk, hm, hc;   /* scratch for d_step computations */
 #define ASSERT_COUNTED(w)  skip
 #endif
 
+/* tree_lock(): take the internal lock; a fast holder is displaced and
+ * materialised: inserted as a held request, first in arrival order (the
+ * tree was empty), count 0. */
+inline materialise()
+{
+	d_step {
+		if
+		:: tw >= TW_FAST(0, 0) ->
+			hk = (tw - TW_FAST(0, 0)) / 2;
+			assert(nreq == 0 && !intree[hk]);
+			rd[hk] = (tw - TW_FAST(0, 0)) % 2;
+			seq[hk] = 0; nreq = 1; intree[hk] = 1; word[hk] = 0;
+			hk = 0
+		:: else
+		fi;
+		tw = TW_LOCKED
+	}
+}
+
+/* tree_unlock() */
+#define TREE_UNLOCK  tw = (nreq > 0 -> TW_NONEMPTY : TW_FREE)
+
 /* ---- tree lock critical sections -------------------------------------- */
 #if !defined(MUT_WAKE_BEFORE_GRANT) && !defined(SPLIT_CS)
-#define CS_BEGIN  atomic { tl == 0 -> tl = 1;
-#define CS_END    tl = 0 }
+#define CS_BEGIN  atomic { tw != TW_LOCKED -> materialise();
+#define CS_BEGIN_IF(c)  atomic { tw != TW_LOCKED && (c) -> materialise();
+#define CS_END    TREE_UNLOCK }
 #else
-#define CS_BEGIN  atomic { tl == 0 -> tl = 1 };
-#define CS_END    tl = 0
+#define CS_BEGIN  atomic { tw != TW_LOCKED -> materialise() };
+#define CS_BEGIN_IF(c)  atomic { tw != TW_LOCKED && (c) -> materialise() };
+#define CS_END    TREE_UNLOCK
 #endif
 
 /* The invariant of the DESIGN comment, whenever tree_lock is free:
- * blocking(R) = #{Q in tree: Q.seq < R.seq, Q intersects R, Q, R conflict} */
+ * blocking(R) = #{Q in tree: Q.seq < R.seq, Q intersects R, Q, R conflict}
+ * and tree->nr_waiting = #{R in tree: blocking(R) > 0}. */
 inline check_inv()
 {
 #ifndef NO_INVARIANT
 	d_step {
+		hk = 0; hm = 0;
+		do
+		:: hk < N ->
+			if
+			:: intree[hk] && (word[hk] >> 1) > 0 -> hm++
+			:: else
+			fi;
+			hk++
+		:: else -> break
+		od;
+		assert(hm == nwait);
 		hk = 0;
 		do
 		:: hk < N ->
@@ -223,20 +267,16 @@ inline count_blockers()
 	}
 }
 
-/* put_blocker(): fetch_sub(ONE_BLOCKER, release); the old value says
- * whether that was the grant and whether the waiter sleeps.  The address
- * goes on the wake list, woken after tree_unlock(). */
+/* put_blocker(): fetch_sub(ONE_BLOCKER, release).  Old count 2 with
+ * SLEEPING: next in line and asleep, wake it early (to spin).  Old count 1:
+ * the grant; nr_waiting--, wake it if it sleeps.  Wakes go on the wake
+ * list, flushed after tree_unlock(). */
 inline put_blocker(k)
 {
 #ifndef MUT_WAKE_BEFORE_GRANT
 	atomic { old = word[k]; ASSERT_COUNTED(old); word[k] = old - ONE_BLOCKER };
-	if
-	:: (old >> 1) == 1 && (old & SLEEPING) -> wl = wl | (1 << k)
-	:: else
-	fi;
-	old = 0
 #else
-	/* mutant: rl_wake_one() first, then the grant */
+	/* mutant: rl_wake_one() first (decided on a load), then the grant */
 	atomic {
 		old = word[k];
 		if
@@ -244,13 +284,26 @@ inline put_blocker(k)
 		:: else
 		fi
 	};
-	atomic { old = word[k]; ASSERT_COUNTED(old);
-	         word[k] = old - ONE_BLOCKER; old = 0 }
+	atomic { old = word[k]; ASSERT_COUNTED(old); word[k] = old - ONE_BLOCKER;
+	         if :: (old >> 1) == 1 -> old = old & ~SLEEPING :: else fi };
 #endif
+	if
+	:: (old >> 1) == 2 && (old & SLEEPING) -> wl = wl | (1 << k)
+	:: (old >> 1) == 1 ->
+		nwait--;
+		if
+		:: old & SLEEPING -> wl = wl | (1 << k)
+		:: else
+		fi
+	:: else
+	fi;
+	old = 0
 }
 
 /* remove_request(): erase request i, un-account the later requests that
- * counted it (same conflict rule as count_blockers), renumber ranks. */
+ * counted it (same conflict rule as count_blockers), renumber ranks.  No
+ * walk when nr_waiting is 0 (nobody counted anybody).  (src's own fast
+ * path, the last request leaving, walks nothing either.) */
 inline remove_request(why)
 {
 	intree[i] = 0;
@@ -258,10 +311,10 @@ inline remove_request(why)
 #ifdef MUT_UNLOCK_NO_UNACCOUNT
 	if
 	:: why == W_UNLOCK -> j = N	/* mutant: skip the walk */
-	:: else -> j = 0
+	:: else -> j = (nwait == 0 -> N : 0)
 	fi;
 #else
-	j = 0;
+	j = (nwait == 0 -> N : 0);
 #endif
 	do
 	:: j < N ->
@@ -352,19 +405,32 @@ inline shadow_leave()
 	}
 }
 
-/* After a fresh look at the word (v): granted, or on to the CAS, or on to
- * the futex wait.  Used inside atomic steps, right after the load. */
-#define LOOK							\
-	if							\
-	:: (v >> 1) == 0 -> shadow_enter(); goto owner		\
-	:: (v >> 1) != 0 && (v & SLEEPING) == 0 -> goto cas	\
-	:: (v >> 1) != 0 && (v & SLEEPING) != 0 -> goto fwait	\
+/* how a counted request waits: the lock call it came from */
+#define K_PLAIN 0	/* range_*_lock: spins when next in line, never gives up */
+#define K_INTR  1	/* _interruptible: no spin; EINTR -> give up, keep a won grant */
+#define K_TIMED 2	/* _timedlock: spins; ETIMEDOUT -> give up, keep a won grant */
+#define K_KILL  3	/* _killable: spins; 10 ms wait slices with
+			   pthread_testcancel() before and after each; cancelled
+			   -> give up, release a won grant */
+
+/* wait_loop()'s loop head, after a fresh value v of the word: granted;
+ * next in line and may spin; announce the sleep (CAS); or sleep. */
+#define LOOK								\
+	if								\
+	:: (v >> 1) == 0 -> shadow_enter(); goto owner			\
+	:: (v >> 1) == 1 && may_spin -> goto spin			\
+	:: (v >> 1) != 0 && !((v >> 1) == 1 && may_spin) &&		\
+	   (v & SLEEPING) == 0 -> goto cas				\
+	:: (v >> 1) != 0 && !((v >> 1) == 1 && may_spin) &&		\
+	   (v & SLEEPING) != 0 -> goto fwait				\
 	fi
 
 proctype thread(byte i)
 {
 	bit  isr;	/* reader request */
-	bit  gu;	/* a waiting request that may give up */
+	bit  fast;	/* held through the fast path (may be materialised) */
+	bit  may_spin;	/* wait_loop()'s may_spin */
+	byte kind;	/* K_PLAIN .. K_KILL */
 	byte cnt;	/* lock_common()'s blockers */
 	byte v;		/* wait_loop()'s v */
 	byte wl;	/* wake list, bit k = request k */
@@ -405,67 +471,110 @@ start:
 		:: st[i] = 2; la[i] = 2
 		fi;
 #endif
-		/* lock_common(): under tree_lock, count the blockers, insert */
+		/* the fast path: tree_fast_acquire(), CAS(0 -> request|mode).
+		 * It may also fail on a free empty tree (it raced with a
+		 * critical section), or not be tried (statistics on). */
+		if
+		:: tw == TW_FREE ->
+			assert(nreq == 0);
+			tw = TW_FAST(i, isr); fast = 1;
+			shadow_enter(); goto owner
+#ifndef EXACT_FAST_CAS
+		:: true
+#else
+		:: tw != TW_FREE
+#endif
+		fi;
+		/* lock_common(): tree_lock(), count the blockers, insert */
 		CS_BEGIN
 			count_blockers();
 			if
+#ifndef NO_TRYLOCK
 			:: cnt > 0 ->	/* trylock_common(): busy, insert nothing */
-				cnt = 0; tl = 0; goto leave
+				cnt = 0; TREE_UNLOCK; goto leave
+#endif
 			:: true		/* a lock call, or a trylock that wins */
 			fi;
 			rd[i] = isr;			/* insert_request() */
 			seq[i] = nreq; nreq++;
 			intree[i] = 1;
 			word[i] = cnt * ONE_BLOCKER;
-			waiting[i] = (cnt > 0);
+			if
+			:: cnt > 0 -> nwait++; waiting[i] = 1
+			:: else
+			fi;
 			check_inv();
 		CS_END;
 		if
 		:: cnt == 0 -> shadow_enter(); goto owner
 		:: else
 		fi;
-		/* It waits: how?  Plain lock calls never give up; the others
-		 * (_interruptible, _timedlock, _killable) may, by a signal or
-		 * timeout (keeping a grant that raced it) or by cancellation
-		 * (releasing it).  The kind is picked when it gives up: a
-		 * request gives up once, and before that the kinds behave
-		 * alike. */
+		/* It waits: how (which lock call)?  Plain, or the thread's
+		 * way of giving up: thread 0 _interruptible, thread 1
+		 * _timedlock, thread 2 _killable (-DALL_KINDS: any thread any
+		 * way; a larger state space). */
+#ifdef ALL_KINDS
 		if
-		:: gu = 0
-		:: gu = 1
+		:: kind = K_PLAIN
+		:: kind = K_INTR
+		:: kind = K_TIMED
+		:: kind = K_KILL
 		fi;
-		/* wait_loop(): the RL_GRANT_SPIN loads and the loop's first
-		 * load are folded into the CAS below: a load that sees the
-		 * grant and a CAS that fails and sees it lead to one state. */
+#elif defined(PLAIN_ONLY)
+		kind = K_PLAIN;
+#else
+		if
+		:: kind = K_PLAIN
+		:: kind = i + 1
+		fi;
+#endif
+		may_spin = (kind != K_INTR);
+		/* wait_loop()'s first load: it reads what was just stored
+		 * (a later look is made anyway before any sleep) */
 		v = cnt * ONE_BLOCKER;
-		cnt = 0
+		cnt = 0;
+		LOOK
 	}
+spin:	/* next in line: may_spin = false; clear SLEEPING by CAS if set */
+	atomic {
+		may_spin = 0;
+		if
+		:: (v & SLEEPING) == 0 -> v = word[i]; LOOK	/* spin_for_grant() */
+		:: (v & SLEEPING) != 0 && word[i] == v ->
+			v = v & ~SLEEPING; word[i] = v
+		:: (v & SLEEPING) != 0 && word[i] != v ->	/* CAS failed */
+			v = word[i]; may_spin = 1; LOOK
+		fi
+	}
+	/* spin_for_grant(): acquire loads; then v = load, look again */
+	atomic { v = word[i]; LOOK }
 cas:	/* CAS(word, v, v | SLEEPING), acquire: announce the sleep */
 	atomic {
 		if
 		:: word[i] == v -> v = v | SLEEPING; word[i] = v
-		:: else -> v = word[i]; LOOK		/* failed: look again */
+		:: word[i] != v -> v = word[i]; LOOK		/* failed: look again */
 		fi
 	}
 fwait:	/* rl_wait(word, v): FUTEX_WAIT_BITSET */
 	if
-	:: gu -> goto cancelled		/* async cancellation in rl_wait() */
-	:: atomic {
-		if
-		:: word[i] != v -> v = word[i]; LOOK	/* EAGAIN: look again */
-		:: word[i] == v -> fblocked[i] = 1	/* blocks (no "else":
-							   it would see "gu") */
-		fi
-	   }
+	:: kind == K_KILL -> goto cancelled	/* pthread_testcancel() before */
+	:: atomic { word[i] != v -> goto waited }		/* EAGAIN */
+	:: atomic { word[i] == v -> fblocked[i] = 1 }		/* blocks */
 	fi;
 	/* blocked in the kernel */
 	if
-	:: atomic { !fblocked[i] -> v = word[i]; LOOK }	/* woken: look again */
-	:: atomic { fblocked[i] && spurious ->		/* spurious: look again */
-			fblocked[i] = 0; spurious = 0; v = word[i]; LOOK }
-	:: atomic { fblocked[i] && gu ->			/* EINTR / ETIMEDOUT */
-			fblocked[i] = 0; goto give_up }
-	:: atomic { gu -> fblocked[i] = 0; goto cancelled }	/* cancelled */
+	:: atomic { !fblocked[i] -> goto waited }		/* woken: 0 */
+	:: atomic { fblocked[i] && spurious ->			/* spurious: 0 */
+			fblocked[i] = 0; spurious = 0; goto waited }
+	:: atomic { fblocked[i] && kind == K_KILL ->		/* end of a slice */
+			fblocked[i] = 0; goto waited }
+	:: atomic { fblocked[i] && (kind == K_INTR || kind == K_TIMED) ->
+			fblocked[i] = 0; goto give_up }		/* EINTR, ETIMEDOUT */
+	fi;
+waited:	/* any other return: look again; next in line may spin again */
+	if
+	:: kind == K_KILL -> goto cancelled	/* pthread_testcancel() after */
+	:: atomic { true -> may_spin = (kind != K_INTR); v = word[i]; LOOK }
 	fi;
 
 give_up:	/* withdraw_request(GIVE_UP_SIGNAL / GIVE_UP_TIMEOUT) */
@@ -474,9 +583,10 @@ give_up:	/* withdraw_request(GIVE_UP_SIGNAL / GIVE_UP_TIMEOUT) */
 		:: (word[i] >> 1) == 0 ->		/* the grant won: keep it */
 			check_inv();
 			shadow_enter();
-			tl = 0;				/* tree_unlock() */
+			TREE_UNLOCK;
 			goto owner
 		:: else ->
+			nwait--;
 			remove_request(W_GIVEUP);
 			waiting[i] = 0;
 			check_inv()
@@ -486,7 +596,11 @@ give_up:	/* withdraw_request(GIVE_UP_SIGNAL / GIVE_UP_TIMEOUT) */
 
 cancelled:	/* withdraw_on_cancel() -> withdraw_request(GIVE_UP_CANCEL) */
 	CS_BEGIN
-		remove_request(W_GIVEUP);	/* granted or not: leave the tree */
+		if				/* granted or not: leave the tree */
+		:: (word[i] >> 1) != 0 -> nwait--
+		:: else
+		fi;
+		remove_request(W_GIVEUP);
 		waiting[i] = 0;
 		check_inv();
 	CS_END;
@@ -495,13 +609,13 @@ cancelled:	/* withdraw_on_cancel() -> withdraw_request(GIVE_UP_CANCEL) */
 owner:	/* the lock call returned 0: the caller's critical section */
 	if
 	:: !isr ->	/* a writer may call range_downgrade_write() */
-		CS_BEGIN
+		CS_BEGIN	/* (materialises a fast hold: its own) */
 			/* check_held() */
 			assert(intree[i] && (word[i] >> 1) == 0 && !rd[i]);
 			/* ghost: from here on a reader */
 			shadow_leave(); isr = 1; shadow_enter();
 			rd[i] = 1;
-			j = 0;
+			j = (nwait == 0 -> N : 0);
 			do
 			:: j < N ->
 				if
@@ -517,7 +631,10 @@ owner:	/* the lock call returned 0: the caller's critical section */
 		CS_END;
 		wake_flush();
 		goto owner
-	:: CS_BEGIN	/* range_{read,write}_unlock() -> unlock_common() */
+	:: atomic { fast && tw == TW_FAST(i, isr) ->	/* tree_fast_release() */
+			shadow_leave(); tw = TW_FREE; goto leave }
+	:: CS_BEGIN_IF(tw != TW_FAST(i, isr))	/* tree_fast_release() failed */
+			/* range_{read,write}_unlock() -> unlock_common() */
 			/* check_held() */
 			assert(intree[i] && (word[i] >> 1) == 0 && rd[i] == isr);
 			shadow_leave();
@@ -528,7 +645,7 @@ owner:	/* the lock call returned 0: the caller's critical section */
 leave:
 	wake_flush();
 	skip;
-	d_step { isr = 0; gu = 0; v = 0 }
+	d_step { isr = 0; fast = 0; may_spin = 0; kind = 0; v = 0 }
 #ifdef ROUNDS
 	if
 	:: rounds + 1 < (i == 0 -> ROUNDS0 : ROUNDS) -> rounds++; goto start
@@ -552,8 +669,8 @@ init
 
 #ifdef LIVENESS
 /* Every request that waits eventually stops waiting: it is granted, or it
- * gave up (possible only for requests that chose gu).  Under weak fairness
- * (pan -a -f). */
+ * gave up (possible only for _interruptible, _timedlock and _killable).
+ * Under weak fairness (pan -a -f). */
 ltl progress {
 	[] ((waiting[0] -> <> !waiting[0]) &&
 	    (waiting[1] -> <> !waiting[1]) &&
