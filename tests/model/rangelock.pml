@@ -1,112 +1,83 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rangelock.pml -- a SPIN model of the locking protocol of src/rangelock.c,
- * at the level of its atomic steps.  docs/model.md explains it at length;
- * a change to either side must be mirrored on the other (see the table).
+ * rangelock.pml -- a SPIN model of the locking protocol of src/rangelock.c
+ * (with src/tree_lock.h), at the level of its atomic steps.  docs/model.md
+ * explains it; a change to either side must be mirrored on the other.
  *
- * MODEL STEP -> src/ (function, file)
- * ==================================
- * label / inline here            what it does               src/
- * -----------------------------  -------------------------  ------------------
- * CS_BEGIN ... CS_END            one tree_lock critical     tree_lock(),
- *                                section, one atomic step   tree_unlock()
- *                                                           (tree_lock.h/.c)
- * start: (atomic)                range_lock_init(), then    lock_common(),
- *                                count + insert under       trylock_common()
- *                                tree_lock; a busy trylock
- *                                inserts nothing
- * count_blockers()               earlier conflicting        count_blockers()
- *                                intersecting requests
- * "rd[i] = ..., seq[i] = nreq"   seqnum, mode, wait_word =  insert_request()
- *                                blocking << 1
- * cas:                           CAS(word, v, v|SLEEPING)   wait_loop()
- * fwait:                         FUTEX_WAIT(word, v): block wait_loop() ->
- *                                iff word == v, else EAGAIN rl_wait()
- *                                                           (wait_futex.c)
- * blocked "if"                   woken / spurious / EINTR   rl_wait() returns,
- *                                or ETIMEDOUT / cancelled   wait_loop()
- * LOOK                           acquire load of the word:  wait_loop()'s
- *                                granted, CAS, or wait      "v = load; if
- *                                                           (!(v >> 1))"
- * give_up:                       give up on signal/timeout  withdraw_request(
- *                                (keep a grant that won)    GIVE_UP_SIGNAL /
- *                                                           GIVE_UP_TIMEOUT)
- * cancelled:                     cancellation (release a    withdraw_on_cancel()
- *                                grant that won)            -> withdraw_request(
- *                                                           GIVE_UP_CANCEL)
- * remove_request(why)            erase, decrement the later remove_request()
- *                                conflicting intersecting
- *                                requests
- * put_blocker(k)                 fetch_sub(ONE_BLOCKER);    put_blocker()
- *                                wake-list it iff old was
- *                                count 1 with SLEEPING
- * wake_flush()                   FUTEX_WAKE each listed     wake_list_flush(),
- *                                word after tree_unlock     rl_wake_one()
- * owner: first option            check_held(); mode ->      range_downgrade_
- *                                reader; decrement later    write()
- *                                intersecting readers
- * owner: second option           check_held();              unlock_common()
- *                                remove_request()
- * check_inv()                    blocking(R) = #earlier     DESIGN comment;
- *                                intersecting conflicting   rl_check_tree()
- *                                requests in the tree       (checks.c)
- * shadow_enter/leave, sr[] sw[]  the caller's critical      (the caller)
- *                                section: exclusion check
+ * MODEL STEP -> src/
+ * ==================
+ * here                          what it does                 src/
+ * ----------------------------  ---------------------------  -----------------
+ * tw, TW_*                      the tree's lock word          tree_lock.h
+ * start: "tw == TW_FREE ->"     fast path: CAS(0 -> request   lock_common(),
+ *                               | mode), held outside tree    tree_fast_acquire()
+ * CS_BEGIN / CS_BEGIN_IF        take the internal lock; a     tree_lock(),
+ *   + materialise()             fast holder is displaced and  tree_lock_acquire()
+ *                               inserted (count 0, first)     (+ _slow)
+ * CS_END, TREE_UNLOCK           word = NONEMPTY or FREE       tree_unlock()
+ * start: (atomic)               count + insert; a busy        lock_common(),
+ *                               trylock inserts nothing       trylock_common()
+ * count_blockers()              earlier intersecting          count_blockers()
+ *                               conflicting requests
+ * "rd[i] = ...; nwait++"        seqnum, mode, wait word =     insert_request()
+ *                               count << 1, nr_waiting
+ * LOOK                          loop head of the waiter       wait_loop()
+ * spin:                         next in line: clear SLEEPING  wait_loop(),
+ *                               by CAS, spin (loads)          spin_for_grant()
+ * cas:                          CAS(word, v, v | SLEEPING)    wait_loop()
+ * fwait:, blocked "if"          FUTEX_WAIT(word, v): block    rl_wait()
+ *                               iff word == v; woken,         (wait_futex.c)
+ *                               spurious, EINTR/ETIMEDOUT,
+ *                               end of a killable slice
+ * fwait:/waited: K_KILL ->      pthread_testcancel() before   wait_loop() (kind
+ *   cancelled                   and after each slice          WAIT_KILLABLE)
+ * give_up:                      withdraw; keep a won grant    withdraw_request(
+ *                                                             SIGNAL / TIMEOUT)
+ * cancelled:                    withdraw; release a won one   withdraw_on_cancel()
+ * remove_request(why)           erase; no walk if nwait == 0; remove_request()
+ *                               else decrement later
+ *                               intersecting conflicting
+ * put_blocker(k)                fetch_sub; 2 -> 1 with        put_blocker()
+ *                               SLEEPING: early wake; 1 -> 0:
+ *                               grant, nwait--, wake if
+ *                               SLEEPING (wake list)
+ * wake_flush()                  FUTEX_WAKE after unlock       wake_list_flush(),
+ *                                                             rl_wake_one()
+ * owner: first option           downgrade: check_held, mode   range_downgrade_
+ *                               -> reader, later readers      write()
+ * owner: second option          fast release CAS              tree_fast_release()
+ * owner: third option           unlock through the tree       unlock_common()
+ * check_inv(), ASSERT_COUNTED   the counting invariant and    DESIGN comment;
+ *                               nr_waiting                    rl_check_tree()
+ * shadow_enter/leave            the caller's critical         (the caller)
+ *                               section: exclusion
  *
- * The wait word is src's: word = blocking << 1 | SLEEPING (ONE_BLOCKER = 2).
+ * ABSTRACTIONS (argued in docs/model.md): one atomic step per critical
+ * section (-DSPLIT_CS checks that); TL_SLEEPERS and the internal lock's own
+ * futex are not modelled; seqnums are ranks; spin_for_grant()'s loads are
+ * one load; a fast-path CAS may fail on a free empty tree (it raced with a
+ * critical section; -DEXACT_FAST_CAS forbids that); spurious futex
+ * wake-ups: one per run; sequentially consistent memory; statistics off.
  *
- * ABSTRACTIONS (each argued in docs/model.md)
- *   - A tree_lock critical section is one atomic step: inside it the holder
- *     touches tree-lock data and each request's wait word at most once,
- *     and every step of another thread outside tree_lock touches one wait
- *     word, so it commutes to before or after the whole section.  The
- *     mutant MUT_WAKE_BEFORE_GRANT touches a word twice (wake, then
- *     fetch_sub); for it the sections are split into their single steps.
- *     -DSPLIT_CS splits them for the correct protocol too (a check of the
- *     reduction: same verdict, more states).
- *   - The internal tree lock itself (a three-state futex mutex) is a plain
- *     mutex here: tl.
- *   - seqnums are ranks among the requests in the tree (only their order is
- *     ever compared); a departure renumbers the later ones.
- *   - The RL_GRANT_SPIN loads and the loop's first load are folded into the
- *     first CAS: a load that sees the grant and a CAS that fails and sees
- *     it lead to the same state.  A weak CAS that fails spuriously is a
- *     stutter and is not modelled.
- *   - Give-up: a waiting request picks gu (may give up) when it starts to
- *     wait, and the way (signal/timeout vs cancellation) when it gives up;
- *     a request gives up at most once and the kinds wait alike until then.
- *     EINTR/ETIMEDOUT only while still blocked (a woken futex wait returns
- *     0); cancellation anywhere in rl_wait()'s asynchronous window.
- *   - Spurious futex wake-ups: one per run (budget "spurious"), so a lost
- *     wake-up still shows as a stuck waiter; a late FUTEX_WAKE landing on a
- *     thread's next request (same stack slot) is modelled as such.
- *   - Memory is sequentially consistent: the release/acquire argument of the
- *     DESIGN comment is not checked here (ThreadSanitizer's job).
+ * THREADS: N = 3.  Each picks read or write and a range over NUNITS units,
+ * locks (fast path, tree, or trylock), waits if counted -- as a plain lock
+ * call or as the thread's giving-up call: thread 0 _interruptible, thread 1
+ * _timedlock, thread 2 _killable (-DALL_KINDS: any thread any call;
+ * -DPLAIN_ONLY: plain calls only) -- holds, may downgrade, unlocks.  With
+ * -DROUNDS=r (-DROUNDS0 for thread 0) at most r requests per thread, else
+ * for ever.  Outside LIVENESS a thread may stop, so a waiter left behind by
+ * a lost wake-up is an invalid end state.
  *
- * THREADS: N = 3, each: pick read or write and a range [s, l] over NUNITS
- * units; enter (lock or trylock); wait if counted, possibly giving up;
- * critical section; a writer may downgrade; unlock.  With -DROUNDS=r
- * (-DROUNDS0 for thread 0) a thread makes at most r requests; without, it
- * loops for ever.  A thread may also stop (not under LIVENESS), so a waiter
- * left behind by a lost wake-up is an invalid end state.
+ * PROPERTIES: exclusion (shadow assertions); the counting invariant and
+ * nr_waiting (check_inv(), ASSERT_COUNTED; off with -DNO_INVARIANT);
+ * check_held(); no invalid end state; progress (-DLIVENESS, pan -a -f):
+ * every request that waits is eventually granted or gives up.
  *
- * PROPERTIES
- *   - exclusion: assertions on the shadow sr[] (readers) / sw[] (writer);
- *   - counting invariant: check_inv() at the end of every critical section,
- *     and ASSERT_COUNTED(): a decrement never finds a zero count
- *     (both off with -DNO_INVARIANT);
- *   - check_held() of unlock/downgrade: the unlocker holds the range;
- *   - no invalid end state (deadlock, lost wake-up): pan's safety run;
- *   - progress (-DLIVENESS, pan -a -f): every request that waits is
- *     eventually granted or gives up; a request that never gives up is
- *     granted.  Weak fairness.
- *
- * MUTANTS (each one line behind a macro; each must make the check fail)
+ * MUTANTS (one line behind a macro each; each must make the check fail)
  *   MUT_READER_NO_WRITERS         count_blockers(): a reader counts nobody
  *   MUT_UNLOCK_NO_UNACCOUNT       unlock: remove_request() skips its walk
  *   MUT_GIVEUP_UNACCOUNT_READERS  withdraw_request(): the walk decrements
  *                                 later requests without the conflict test
- *                                 (a reader un-accounts later readers)
  *   MUT_WAKE_BEFORE_GRANT         put_blocker(): rl_wake_one() first, then
  *                                 the fetch_sub that grants
  */
