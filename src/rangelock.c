@@ -664,6 +664,31 @@ static bool timespec_valid(clockid_t clockid, const struct timespec *abstime)
 	       abstime->tv_nsec < 1000000000L;
 }
 
+/*
+ * The start of every lock call: check the arguments, try the fast path
+ * (true: @lock now holds the empty tree), else take tree_lock (false).
+ */
+static inline __attribute__((always_inline)) bool
+enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+      bool reader)
+{
+	check_args(call, tree, lock);
+	if (is_linked(lock))
+		die(call, lock, "request is already in a tree (locked twice?)");
+	lock->rb_parent_flags = reader ? RL_READER : 0;
+	lock->owner_tid = rl_thread_id();
+	if (fast_path_allowed(tree) &&
+	    tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader)))
+		return true;
+
+	tree_lock(tree);
+	if (is_linked(lock)) { /* it was fast held: materialised just now */
+		tree_unlock(tree);
+		die(call, lock, "request is already in a tree (locked twice?)");
+	}
+	return false;
+}
+
 static inline __attribute__((always_inline)) int lock_common(const char *call, struct range_lock_tree *tree,
 		       struct range_lock *lock, bool reader, struct waiter *w,
 		       int subclass, void *site)
@@ -672,20 +697,8 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	uint32_t blockers;
 	int r;
 
-	check_args(call, tree, lock);
-	if (is_linked(lock))
-		die(call, lock, "request is already in a tree (locked twice?)");
-	lock->rb_parent_flags = reader ? RL_READER : 0;
-	lock->owner_tid = rl_thread_id();
-	if (fast_path_allowed(tree) &&
-	    tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader)))
-		return 0;
-
-	tree_lock(tree);
-	if (is_linked(lock)) { /* it was fast held: now materialised */
-		tree_unlock(tree);
-		die(call, lock, "request is already in a tree (locked twice?)");
-	}
+	if (enter(call, tree, lock, reader))
+		return 0; /* fast held */
 	blockers = count_blockers(tree, lock, reader, false);
 	if (blockers) {
 		if (w->kind == WAIT_TIMED && !timespec_valid(w->clockid, w->abstime)) {
@@ -779,20 +792,8 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 	struct range_lock_stats *st;
 	bool busy;
 
-	check_args(call, tree, lock);
-	if (is_linked(lock))
-		die(call, lock, "request is already in a tree (locked twice?)");
-	lock->rb_parent_flags = reader ? RL_READER : 0;
-	lock->owner_tid = rl_thread_id();
-	if (fast_path_allowed(tree) &&
-	    tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader)))
-		return 1;
-
-	tree_lock(tree);
-	if (is_linked(lock)) {
-		tree_unlock(tree);
-		die(call, lock, "request is already in a tree (locked twice?)");
-	}
+	if (enter(call, tree, lock, reader))
+		return 1; /* fast held */
 	st = tree->stats;
 	busy = count_blockers(tree, lock, reader, true) != 0;
 	if (busy) {
