@@ -292,6 +292,10 @@ struct slot {
 	_Atomic uint64_t errors;    /* contract violations */
 	_Atomic uint64_t gave_up_intr, gave_up_timeout, gave_up_einval, try_busy;
 	_Atomic uint64_t cancelled_in_lock, cancelled_outside;
+	/* Cancellations sent to this slot's thread.  musl delivers even a
+	 * deferred cancellation as a signal (SIGCANCEL) whose handler runs at
+	 * once; that interrupts an _interruptible wait like any handler. */
+	_Atomic uint64_t cancels_sent_here;
 	_Atomic uint64_t downgrades, long_holds;
 	_Atomic uint64_t by_call[NR_CALLS];
 };
@@ -546,6 +550,7 @@ static enum outcome lock_range(struct slot *s, struct rng *r, struct range_lock 
 	const char *mode = writer ? "write" : "read";
 	struct deadline d;
 	sig_atomic_t sig0;
+	uint64_t cancels0;
 	int ret;
 
 	switch (c) {
@@ -564,12 +569,14 @@ static enum outcome lock_range(struct slot *s, struct rng *r, struct range_lock 
 		return BUSY;
 	case C_INTR:
 		sig0 = tl_signals;
+		cancels0 = GET(s->cancels_sent_here);
 		ret = writer ? range_write_lock_interruptible(&tree, rl)
 			     : range_read_lock_interruptible(&tree, rl);
 		if (ret == 0)
 			return GOT;
 		if (ret == -EINTR) {
-			if (tl_signals == sig0)
+			/* A handler of ours ran, or (musl) the SIGCANCEL one. */
+			if (tl_signals == sig0 && GET(s->cancels_sent_here) == cancels0)
 				slot_error(s, "range_%s_lock_interruptible returned -EINTR"
 					   " but no signal handler ran in the call", mode);
 			return INTR;
@@ -1108,6 +1115,7 @@ static void *cancel_thread(void *arg)
 		pthread_mutex_unlock(&s->m);
 
 		tid = GET(s->tid);
+		INC(s->cancels_sent_here);
 		pthread_cancel(h);
 		INC(cancels_sent);
 		rc = pthread_join(h, &ret);
