@@ -14,35 +14,6 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-struct child_result {
-	int status;
-	char out[2048];
-};
-
-static void run_child(void (*fn)(void), struct child_result *res)
-{
-	int pipefd[2];
-	ssize_t n, got = 0;
-	pid_t pid;
-
-	memset(res, 0, sizeof(*res));
-	assert_int_equal(pipe(pipefd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(pipefd[1], 2);
-		close(pipefd[0]);
-		alarm(10); /* a check that fails to fire would hang: SIGALRM */
-		fn();
-		_exit(0);
-	}
-	close(pipefd[1]);
-	while ((n = read(pipefd[0], res->out + got, sizeof(res->out) - 1 - (size_t)got)) > 0)
-		got += n;
-	close(pipefd[0]);
-	waitpid(pid, &res->status, 0);
-}
-
 static void expect_text(const struct child_result *r, const char *needle)
 {
 	if (!strstr(r->out, needle))

@@ -668,29 +668,13 @@ static void test_giveup_unaccounting(void **state)
 
 static void expect_abort(void (*fn)(void), const char *needle)
 {
-	int pipefd[2], status;
-	char buf[512] = { 0 };
-	ssize_t n, got = 0;
-	pid_t pid;
+	struct child_result r;
 
-	assert_int_equal(pipe(pipefd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(pipefd[1], 2);
-		close(pipefd[0]);
-		fn();
-		_exit(0);
-	}
-	close(pipefd[1]);
-	while ((n = read(pipefd[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
-		got += n;
-	close(pipefd[0]);
-	waitpid(pid, &status, 0);
-	if (!strstr(buf, needle))
-		print_error("stderr was: '%s', wanted '%s'\n", buf, needle);
-	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-	assert_non_null(strstr(buf, needle));
+	run_child(fn, &r);
+	if (!strstr(r.out, needle))
+		print_error("stderr was: '%s', wanted '%s'\n", r.out, needle);
+	assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT);
+	assert_non_null(strstr(r.out, needle));
 }
 
 static struct range_lock_tree misuse_tree;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rangelock/rangelock.h>
@@ -76,6 +77,38 @@ static inline bool wait_for_waiters(struct range_lock_tree *tree, uint64_t n)
 		sleep_ms(1);
 	}
 	return false;
+}
+
+/* Run @fn in a child process (under a 10 s alarm) and capture its stderr. */
+struct child_result {
+	int status;
+	char out[2048];
+};
+
+static inline void run_child(void (*fn)(void), struct child_result *res)
+{
+	int pipefd[2];
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	if (pipe(pipefd) != 0)
+		abort();
+	pid = fork();
+	if (pid < 0)
+		abort();
+	if (pid == 0) {
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		alarm(10); /* a check that fails to fire would hang: SIGALRM */
+		fn();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	while ((n = read(pipefd[0], res->out + got, sizeof(res->out) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(pipefd[0]);
+	waitpid(pid, &res->status, 0);
 }
 
 static inline void watchdog(unsigned seconds)
