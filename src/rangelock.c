@@ -70,9 +70,10 @@
  *     which happens before the granter's tree_lock acquire (when the granter
  *     is another unlocker), which happens before the granting fetch_sub;
  *     the waiter's acquire load that reads 0 synchronises with it.
- *   - SLEEPING CAS: acquire, only because a failed CAS hands back a value
- *     that may show the grant; the bit itself orders nothing, and all RMWs on one word are
- *     totally ordered, so a granter's fetch_sub sees it or the CAS fails.
+ *   - SLEEPING CASes (set before sleeping, clear before spinning): acquire,
+ *     only because a failed CAS hands back a value that may show the grant;
+ *     the bit itself orders nothing, and all RMWs on one word are totally
+ *     ordered, so a granter's fetch_sub sees the bit's latest state.
  *   - Reads of wait_word under tree_lock: relaxed for validation (only a
  *     granter, holding tree_lock, can change the count); acquire in the
  *     give-up path, which may keep a grant and enter the critical section.
@@ -828,15 +829,15 @@ static void check_held(const char *call, struct range_lock_tree *tree,
 		       struct range_lock *lock, bool reader)
 {
 	if (!in_tree(tree, lock)) {
-		tree_lock_release(tree_lock_word(tree), tree->root != NULL);
+		tree_unlock(tree);
 		die(call, lock, "request is not in this tree (not locked?)");
 	}
 	if (atomic_load_explicit(wait_word(lock), memory_order_relaxed) >> 1) {
-		tree_lock_release(tree_lock_word(tree), tree->root != NULL);
+		tree_unlock(tree);
 		die(call, lock, "request is still waiting, not held");
 	}
 	if (is_reader(lock) != reader) {
-		tree_lock_release(tree_lock_word(tree), tree->root != NULL);
+		tree_unlock(tree);
 		die(call, lock, reader ? "range is held for writing, not reading"
 				       : "range is held for reading, not writing");
 	}

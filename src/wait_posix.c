@@ -185,7 +185,7 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	struct bucket *b = bucket_of(word);
 	struct parked me;
 	struct timespec far, converted, *deadline = NULL;
-	int r, err, oldstate;
+	int err, oldstate;
 
 	if (!thread_sem_ready) {
 		sem_init(&thread_sem, 0, 0);
@@ -216,8 +216,7 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
 	err = sleep_on(&thread_sem, deadline);
 	pthread_setcancelstate(oldstate, NULL);
-	r = err ? -1 : 0;
-	leave_bucket(b, &me, r == 0);
+	leave_bucket(b, &me, err == 0);
 
 	if (err == EINTR)
 		return -EINTR;
