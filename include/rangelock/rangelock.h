@@ -108,11 +108,13 @@ struct range_lock_tree {
 	struct range_lock_stats *stats; /* NULL unless statistics are enabled */
 	uint32_t nr_requests;         /* requests in the tree */
 	uint32_t nr_waiting;          /* of which waiting */
-	uint64_t reserved[2];
+	uint32_t flags;               /* policy bits, changed only while empty */
+	uint32_t reserved32;          /* zero; for future flags */
+	uint64_t reserved;            /* zero; for a pointer to per-tree state */
 };
 
 /** RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree. */
-#define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, 0, { 0, 0 } }
+#define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 /** DEFINE_RANGE_LOCK_TREE() - define and initialise a tree. */
 #define DEFINE_RANGE_LOCK_TREE(name) \
 	struct range_lock_tree name = RANGE_LOCK_TREE_INITIALIZER(name)
