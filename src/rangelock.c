@@ -905,6 +905,24 @@ void range_lock_tree_init(struct range_lock_tree *tree)
 	memset(tree, 0, sizeof(*tree));
 }
 
+int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo)
+{
+	int busy;
+
+	if (!tree)
+		die("range_lock_tree_set_fifo", NULL, "NULL tree");
+	tree_lock(tree);
+	busy = tree->root != NULL;
+	if (!busy) {
+		if (fifo)
+			tree->flags |= RANGE_LOCK_TREE_FLAG_FIFO;
+		else
+			tree->flags &= ~RANGE_LOCK_TREE_FLAG_FIFO;
+	}
+	tree_unlock(tree);
+	return busy ? -EBUSY : 0;
+}
+
 int range_lock_tree_destroy(struct range_lock_tree *tree)
 {
 	int busy;

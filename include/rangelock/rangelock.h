@@ -113,11 +113,20 @@ struct range_lock_tree {
 	uint64_t reserved;            /* zero; for a pointer to per-tree state */
 };
 
-/** RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree. */
+/* The tree's policy flag (struct range_lock_tree.flags): strict FIFO. */
+#define RANGE_LOCK_TREE_FLAG_FIFO 1u
+
+/** RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree (default policy). */
 #define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-/** DEFINE_RANGE_LOCK_TREE() - define and initialise a tree. */
+/** RANGE_LOCK_TREE_INITIALIZER_FIFO() - static initialiser of a strict-FIFO tree. */
+#define RANGE_LOCK_TREE_INITIALIZER_FIFO(name) \
+	{ 0, 0, 0, 0, 0, 0, 0, RANGE_LOCK_TREE_FLAG_FIFO, 0, 0 }
+/** DEFINE_RANGE_LOCK_TREE() - define and initialise a tree (default policy). */
 #define DEFINE_RANGE_LOCK_TREE(name) \
 	struct range_lock_tree name = RANGE_LOCK_TREE_INITIALIZER(name)
+/** DEFINE_RANGE_LOCK_TREE_FIFO() - define and initialise a strict-FIFO tree. */
+#define DEFINE_RANGE_LOCK_TREE_FIFO(name) \
+	struct range_lock_tree name = RANGE_LOCK_TREE_INITIALIZER_FIFO(name)
 
 /**
  * RANGE_LOCK_INITIALIZER() - static initialiser of a request for
@@ -137,6 +146,16 @@ struct range_lock_tree {
  * @tree: the tree; it must not be in use.
  */
 RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
+
+/**
+ * range_lock_tree_set_fifo() - choose the tree's policy.
+ * @tree: the tree; it must be empty (no request held or waiting).
+ * @fifo: nonzero for strict FIFO (the kernel patch's semantics), 0 for the
+ *        default policy.
+ *
+ * Return: 0, or -EBUSY if the tree is not empty (nothing is changed).
+ */
+RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo);
 
 /**
  * range_lock_tree_destroy() - check that a tree is unused before freeing it.
