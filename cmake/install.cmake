@@ -15,9 +15,9 @@ install(EXPORT rangelockTargets NAMESPACE rangelock::
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rangelockConfig.cmake.in
   ${PROJECT_BINARY_DIR}/rangelockConfig.cmake
   INSTALL_DESTINATION ${RANGELOCK_CMAKEDIR})
-# 0.x: minor versions may break compatibility.
+# Minor releases keep the ABI and API (docs/abi.md): a 0.1 request finds 0.2.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/rangelockConfigVersion.cmake
-  COMPATIBILITY SameMinorVersion)
+  COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/rangelockConfig.cmake
   ${PROJECT_BINARY_DIR}/rangelockConfigVersion.cmake
   DESTINATION ${RANGELOCK_CMAKEDIR})
