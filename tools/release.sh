@@ -49,7 +49,7 @@ sed -i -e "s/^#define RANGELOCK_VERSION_MAJOR .*/#define RANGELOCK_VERSION_MAJOR
 	-e "s/^#define RANGELOCK_VERSION_STRING .*/#define RANGELOCK_VERSION_STRING \"$new\"/" \
 	include/rangelock/rangelock.h
 sed -i -e "s/\(| \`rangelock_version()\`.*| \"\)[0-9.]*\(\" |\)/\1$new\2/" \
-	-e "s/librangelock\.so\.\([0-9]*\)\.[0-9]*\.[0-9]*/librangelock.so.\1.$new/" \
+	-e "s/librangelock\.so\.[0-9]*\.[0-9]*\.[0-9]*/librangelock.so.$new/" \
 	README.md
 
 echo "== CHANGELOG.md: [Unreleased] -> [$new] - $today"
