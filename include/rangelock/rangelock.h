@@ -5,18 +5,33 @@
  * A range lock protects one resource (a file's bytes, an address space, a key
  * space) as a line of units 0 .. UINT64_MAX.  A thread locks only the closed
  * range [start, last] it works on: requests whose ranges intersect and where
- * at least one is a writer conflict and are granted one after the other in
- * arrival order; readers share; ranges that do not intersect never wait for
- * each other.
+ * at least one is a writer conflict and are granted one after the other;
+ * readers share; ranges that do not intersect never wait for each other.
  *
  * The design is the Linux kernel's "range reader/writer lock" (Bueso 2017,
  * after Jan Kara): every request, held or waiting, sits in an interval tree;
- * a request counts on entry the conflicting requests already in the tree that
+ * a request counts on entry the conflicting requests ahead of it that
  * intersect it (its blocking count) and owns its range when that count falls
- * to zero.  Unlock removes the request and decrements the later conflicting
- * requests that counted it.  There is no lock stealing, so writers cannot
- * starve: a reader that arrives behind a waiting writer on the same units
- * waits behind it.
+ * to zero.  Unlock removes the request and decrements the conflicting
+ * requests behind it that counted it.
+ *
+ * Policies: who goes first among conflicting requests.
+ *  - Default, "eventual fairness" (as Linux rwsem, Rust parking_lot):
+ *    a request whose conflicting requests on its range are all WAITING may
+ *    overtake them and take its range at once, so a running thread never
+ *    waits for a sleeping one to be scheduled; and a range that falls free
+ *    while its next waiter sleeps is offered to whoever claims it first.
+ *    Overtaking is bounded: a waiter that has waited longer than the
+ *    hand-off bound (about 2 ms) can no longer be overtaken by anything
+ *    that conflicts with it, and gets its range as soon as the requests
+ *    ahead of it are gone.  Readers behind a waiting writer may pass it
+ *    only until then, so neither readers nor writers starve.
+ *  - FIFO (DEFINE_RANGE_LOCK_TREE_FIFO, range_lock_tree_set_fifo()): the
+ *    kernel patch's semantics exactly: conflicting requests are granted in
+ *    arrival order, no stealing, a reader that arrives behind a waiting
+ *    writer on the same units waits behind it.  Choose it when arrival order
+ *    matters more than throughput with more threads than CPUs (the default
+ *    policy is several times faster there: README, "Performance").
  *
  * Two objects:
  *  - struct range_lock_tree: the lock of the whole resource (64 bytes);
@@ -89,7 +104,7 @@ struct range_lock {
 	uint64_t start;               /* first unit */
 	uint64_t last;                /* last unit (inclusive) */
 	uint64_t subtree_last;        /* largest @last in this subtree */
-	uint64_t seqnum;              /* arrival order in the tree */
+	uint64_t seqnum;              /* precedence order in the tree */
 	uint32_t wait_word;           /* blocking count << 1 | sleeping (futex) */
 	uint32_t owner_tid;           /* thread that made the request */
 };
@@ -148,10 +163,12 @@ struct range_lock_tree {
 RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
 
 /**
- * range_lock_tree_set_fifo() - choose the tree's policy.
+ * range_lock_tree_set_fifo() - choose the tree's policy (see Policies above).
  * @tree: the tree; it must be empty (no request held or waiting).
- * @fifo: nonzero for strict FIFO (the kernel patch's semantics), 0 for the
- *        default policy.
+ * @fifo: nonzero for strict FIFO (the kernel patch's semantics, arrival
+ *        order among conflicting requests), 0 for the default policy
+ *        (eventual fairness: bounded overtaking).  range_lock_tree_init()
+ *        and RANGE_LOCK_TREE_INITIALIZER() give the default policy.
  *
  * Return: 0, or -EBUSY if the tree is not empty (nothing is changed).
  */
@@ -186,7 +203,8 @@ RANGELOCK_API void range_lock_init_full(struct range_lock *lock);
  * @tree: the tree.
  * @lock: a request prepared by range_lock_init() and in no tree.
  *
- * Returns once no earlier writer request on an intersecting range remains.
+ * Returns once no writer request ahead of this one on an intersecting range
+ * remains (FIFO tree: no earlier one; default policy: see Policies above).
  * Readers share units with readers.  Not interrupted by signals.  Not a
  * cancellation point.
  */
@@ -195,8 +213,8 @@ RANGELOCK_API void range_read_lock(struct range_lock_tree *tree,
 /**
  * range_write_lock() - lock [start, last] for writing; wait as long as needed.
  *
- * Returns once no earlier request of either mode on an intersecting range
- * remains.  Otherwise as range_read_lock().
+ * Returns once no request of either mode ahead of this one on an
+ * intersecting range remains.  Otherwise as range_read_lock().
  */
 RANGELOCK_API void range_write_lock(struct range_lock_tree *tree,
 				    struct range_lock *lock);
@@ -249,17 +267,21 @@ RANGELOCK_API int range_write_lock_killable(struct range_lock_tree *tree,
 /**
  * range_read_trylock() - lock for reading only if that needs no wait.
  *
- * Return: 1 when acquired; 0 when any intersecting writer request is held or
- * waiting (a waiting writer counts: no stealing).  On 0 nothing is left in
- * the tree.
+ * Succeeds exactly when range_read_lock() called at that moment would
+ * return without waiting.  FIFO tree: when no intersecting writer request
+ * is held or waiting (a waiting writer counts: no stealing).  Default
+ * policy: also when every intersecting writer request waits and none has
+ * reached the hand-off bound (the trylock then overtakes them).
+ *
+ * Return: 1 when acquired, 0 otherwise.  On 0 nothing is left in the tree.
  */
 RANGELOCK_API int range_read_trylock(struct range_lock_tree *tree,
 				     struct range_lock *lock);
 /**
  * range_write_trylock() - lock for writing only if that needs no wait.
  *
- * Return: 1 when acquired; 0 when any intersecting request is held or
- * waiting.  On 0 nothing is left in the tree.
+ * As range_read_trylock(), with every intersecting request conflicting.
+ * Return: 1 when acquired, 0 otherwise.  On 0 nothing is left in the tree.
  */
 RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
 				      struct range_lock *lock);
