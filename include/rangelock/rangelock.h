@@ -228,7 +228,11 @@ RANGELOCK_API void range_write_lock(struct range_lock_tree *tree,
  * runs in the instants the call is awake -- taking the internal lock,
  * announcing its sleep -- is not reported, as with sem_wait()).  After -EINTR
  * the request is out of the tree and the later requests it delayed go on.
- * A request granted at the same moment as the signal is kept: 0.
+ * A request granted at the same moment as the signal is kept: 0.  In the
+ * default policy an interruptible waiter is never overtaken (as if it had
+ * reached the hand-off bound at once): an overtaken waiter wakes up to mark
+ * itself or to claim its range, and a handler that ran in such an instant
+ * would go unreported.
  */
 RANGELOCK_API int range_read_lock_interruptible(struct range_lock_tree *tree,
 						struct range_lock *lock);
