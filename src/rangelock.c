@@ -755,9 +755,14 @@ static int sleep_once(struct waiter *w, _Atomic uint32_t *word, uint32_t v)
 				clock_gettime(CLOCK_MONOTONIC, &now_m);
 				mono = now_m;
 				if (timespec_before(&now_c, user)) {
-					int64_t ns = (int64_t)(user->tv_sec - now_c.tv_sec) * 1000000000 +
+					/* At most the bound ahead: no overflow
+					 * for far deadlines. */
+					long ns = RL_HANDOFF_NS;
+
+					if (user->tv_sec - now_c.tv_sec <= 1)
+						ns = (long)(user->tv_sec - now_c.tv_sec) * 1000000000L +
 						     (user->tv_nsec - now_c.tv_nsec);
-					timespec_add_ns(&mono, ns < RL_HANDOFF_NS ? (long)ns : RL_HANDOFF_NS);
+					timespec_add_ns(&mono, ns < RL_HANDOFF_NS ? ns : RL_HANDOFF_NS);
 				}
 			}
 			if (timespec_before(&mono, &until))
