@@ -430,7 +430,7 @@ static void print_issue12_detail(FILE *out, const enum lock_kind *kinds, int nk)
 {
 	fprintf(out, "All locks in the issue 12 scenarios (median [min..max] over the "
 		"repetitions):\n\n");
-	fprintf(out, "| %-22s | %-17s | %-24s | %-18s | %-18s | %-26s | %-26s | %-9s |\n",
+	fprintf(out, "| %-22s | %-17s | %-24s | %-18s | %-18s | %-30s | %-30s | %-9s |\n",
 		"scenario", "lock", "Mops/s", "writers min/max", "readers min/max",
 		"wait p99 (ms)", "longest wait (ms)", "runq %");
 	fprintf(out, "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
@@ -454,7 +454,7 @@ static void print_issue12_detail(FILE *out, const enum lock_kind *kinds, int nk)
 				snprintf(fr, sizeof(fr), "n/a");
 			fmt_ms(p99, sizeof(p99), r->wait_p99[WAIT_ALL], r->n);
 			fmt_ms(mx, sizeof(mx), r->wait_max[WAIT_ALL], r->n);
-			fprintf(out, "| %-22s | %-17s | %-24s | %-18s | %-18s | %-26s | %-26s | "
+			fprintf(out, "| %-22s | %-17s | %-24s | %-18s | %-18s | %-30s | %-30s | "
 				"%9.1f |\n", o->label, lk_name[kinds[k]], tp, fw, fr, p99, mx,
 				median_of(r->rq, r->n));
 		}
