@@ -403,6 +403,94 @@ static void print_fairness(FILE *out)
 	fprintf(out, "\n");
 }
 
+/* The smaller of the writers' and readers' median min/max (kinds with two
+ * threads or more); NAN when neither has two. */
+static double fairness_of(const struct rec *r)
+{
+	double f = NAN;
+
+	if (r->nw > 1)
+		f = median_of(r->fwr, r->n);
+	if (r->nr > 1)
+		f = isnan(f) ? median_of(r->frd, r->n) : fmin(f, median_of(r->frd, r->n));
+	return f;
+}
+
+static const struct rec *point_rec(const struct rec *r, enum lock_kind k)
+{
+	for (int j = 0; j < nrecs; j++)
+		if (recs[j].lock == k && same_point(&recs[j], r))
+			return &recs[j];
+	return NULL;
+}
+
+/*
+ * One Markdown table of every point against pthread_mutex (the lock a
+ * program would otherwise use when threads outnumber CPUs): medians in
+ * Mops/s, librangelock / pthread_mutex per policy, min/max acquisitions
+ * (the smaller of writers' and readers') and single waits per lock.
+ */
+static void print_summary(FILE *out)
+{
+	enum lock_kind kinds[LK_COUNT], rk[2];
+	int nk = throughput_kinds(kinds), nrk = range_kinds(rk);
+	bool any = false;
+
+	for (int i = 0; i < nrecs; i++)
+		if (is_plain_throughput(&recs[i]) && recs[i].lock == LK_MUTEX)
+			any = true;
+	if (!any || !nrk)
+		return;
+	fprintf(out, "== Summary against pthread_mutex (Markdown): median Mops/s; "
+		"min/max = smaller of writers' and readers' per-thread min/max; "
+		"wait = p99 / longest single wait, ms ==\n\n| workload | ranges | threads |");
+	for (int k = 0; k < nk; k++)
+		fprintf(out, " %s |", lk_name[kinds[k]]);
+	for (int p = 0; p < nrk; p++)
+		fprintf(out, " %s / mutex |", lk_short[rk[p]]);
+	for (int k = 0; k < nk; k++)
+		fprintf(out, " min/max %s |", lk_short[kinds[k]]);
+	for (int k = 0; k < nk; k++)
+		fprintf(out, " wait %s |", lk_short[kinds[k]]);
+	fprintf(out, "\n|");
+	for (int c = 0; c < 3 + 3 * nk + nrk; c++)
+		fprintf(out, " --- |");
+	fprintf(out, "\n");
+	for (int i = 0; i < nrecs; i++) {
+		const struct rec *m = &recs[i], *r;
+
+		if (!is_plain_throughput(m) || m->lock != LK_MUTEX)
+			continue;
+		fprintf(out, "| %s | %s | %d |", wl_name[m->wl], rg_name[m->rg], m->threads);
+		for (int k = 0; k < nk; k++) {
+			r = point_rec(m, kinds[k]);
+			fprintf(out, r ? " %.3f |" : " |", r ? rec_median(r) / 1e6 : 0);
+		}
+		for (int p = 0; p < nrk; p++) {
+			r = point_rec(m, rk[p]);
+			fprintf(out, r ? " %.2f |" : " |", r ? rec_median(r) / rec_median(m) : 0);
+		}
+		for (int k = 0; k < nk; k++) {
+			r = point_rec(m, kinds[k]);
+			if (r && !isnan(fairness_of(r)))
+				fprintf(out, " %.2f |", fairness_of(r));
+			else
+				fprintf(out, " n/a |");
+		}
+		for (int k = 0; k < nk; k++) {
+			r = point_rec(m, kinds[k]);
+			if (r && r->has_wait)
+				fprintf(out, " %.3f / %.2f |",
+					median_of(r->wait_p99[WAIT_ALL], r->n) / 1e6,
+					median_of(r->wait_max[WAIT_ALL], r->n) / 1e6);
+			else
+				fprintf(out, " n/a |");
+		}
+		fprintf(out, "\n");
+	}
+	fprintf(out, "\n");
+}
+
 static void throughput_print(FILE *out)
 {
 	char name[64], rs[48], ws[64], fs[64], tail[192];
@@ -458,6 +546,7 @@ static void throughput_print(FILE *out)
 			fprintf(out, "\n");
 		}
 	print_fairness(out);
+	print_summary(out);
 }
 
 const struct bench_section bench_section_throughput = {
