@@ -275,7 +275,10 @@ RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
  *
  * Return: 0 when the range is held; -ETIMEDOUT when the deadline passed first
  * (the request is then out of the tree); -EINVAL for another clock, a NULL
- * @abstime, or tv_nsec outside [0, 999999999], or a negative tv_sec.
+ * @abstime, or when "the abs_timeout nanoseconds value is less than zero or
+ * greater than or equal to 1000 million" (POSIX's words: the only invalid
+ * timespecs).  A negative tv_sec is valid: a deadline that has passed, so
+ * -ETIMEDOUT when the call would have to wait (as glibc).
  */
 RANGELOCK_API int range_read_timedlock(struct range_lock_tree *tree,
 				       struct range_lock *lock,

@@ -565,9 +565,6 @@ static void test_timedlock_validation(void **state)
 	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -EINVAL);
 	ts.tv_nsec = 1000000000L;
 	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -EINVAL);
-	ts.tv_sec = -1;
-	ts.tv_nsec = 0;
-	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_REALTIME, &ts), -EINVAL);
 	deadline_in(CLOCK_MONOTONIC, 10, &ts);
 	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_PROCESS_CPUTIME_ID, &ts), -EINVAL);
 	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, NULL), -EINVAL);
@@ -576,6 +573,62 @@ static void test_timedlock_validation(void **state)
 	ts.tv_nsec = 0;
 	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
 	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_REALTIME, &ts), -ETIMEDOUT);
+	range_write_unlock(&tree, &held);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/*
+ * POSIX (and glibc's tst-abstime): only tv_nsec outside [0, 999999999] makes
+ * a deadline invalid; a negative tv_sec is a deadline that has passed.
+ */
+static void test_timedlock_negative_tv_sec(void **state)
+{
+	(void)state;
+	const clockid_t clocks[] = { CLOCK_MONOTONIC, CLOCK_REALTIME };
+	const time_t secs[] = { -1, -2, INT32_MIN };
+	struct range_lock_tree tree;
+	struct range_lock held, r;
+	struct range_lock_stats st;
+	struct timespec ts;
+	uint64_t t0;
+
+	new_tree(&tree);
+	range_lock_init(&r, 0, 9);
+	/* A free range is taken whatever the deadline says. */
+	ts.tv_sec = -2;
+	ts.tv_nsec = 0;
+	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), 0);
+	range_write_unlock(&tree, &r);
+	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_REALTIME, &ts), 0);
+	range_read_unlock(&tree, &r);
+
+	/* A busy range: -ETIMEDOUT at once, and nothing left in the tree. */
+	range_lock_init(&held, 5, 5);
+	range_write_lock(&tree, &held);
+	t0 = mono_ns();
+	for (int c = 0; c < 2; c++) {
+		for (int s = 0; s < 3; s++) {
+			ts.tv_sec = secs[s];
+			ts.tv_nsec = s == 0 ? 999999999L : 0;
+			assert_int_equal(range_read_timedlock(&tree, &r, clocks[c], &ts), -ETIMEDOUT);
+			assert_int_equal(range_write_timedlock(&tree, &r, clocks[c], &ts), -ETIMEDOUT);
+		}
+	}
+	assert_true(mono_ns() - t0 < 1000000000u);
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+	assert_int_equal(st.gave_up_timeout, 12);
+	assert_int_equal(st.waiting_now, 0);
+	/* Still invalid with a negative tv_sec: tv_nsec out of range. */
+	ts.tv_sec = -1;
+	ts.tv_nsec = -1;
+	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -EINVAL);
+	ts.tv_nsec = 1000000000L;
+	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_REALTIME, &ts), -EINVAL);
+	/* The timed-out request left nothing behind: [0, 9] minus the held
+	 * unit is free, and the tree empties. */
+	range_lock_init(&r, 6, 9);
+	assert_int_equal(range_write_trylock(&tree, &r), 1);
+	range_write_unlock(&tree, &r);
 	range_write_unlock(&tree, &held);
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
 }
@@ -1059,6 +1112,7 @@ int main(void)
 		cmocka_unit_test(test_killable_cancel),
 		cmocka_unit_test(test_killable_cancel_races_grant),
 		cmocka_unit_test(test_timedlock_validation),
+		cmocka_unit_test(test_timedlock_negative_tv_sec),
 		cmocka_unit_test(test_timedlock_times_out),
 		cmocka_unit_test(test_giveup_unaccounting),
 		cmocka_unit_test(test_misuse_aborts),
