@@ -671,6 +671,15 @@ static bool timespec_valid(clockid_t clockid, const struct timespec *abstime)
 }
 
 /*
+ * Also what a tree in shared memory used by two processes looks like: the
+ * other process's fast holder, materialised here, is read at an address of
+ * this process (often this very request's stack slot, after fork()).
+ * Telling the two apart would cost a syscall on the hot path: name both.
+ */
+#define ALREADY_IN_TREE "request is already in a tree (locked twice? or is " \
+	"the tree used from another process? trees are private to one process)"
+
+/*
  * The start of every lock call: check the arguments, try the fast path
  * (true: @lock now holds the empty tree), else take tree_lock (false).
  */
@@ -680,7 +689,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 {
 	check_args(call, tree, lock);
 	if (is_linked(lock))
-		die(call, lock, "request is already in a tree (locked twice?)");
+		die(call, lock, ALREADY_IN_TREE);
 	lock->rb_parent_flags = reader ? RL_READER : 0;
 	lock->owner_tid = rl_thread_id();
 	if (fast_path_allowed(tree) &&
@@ -690,7 +699,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 	tree_lock(tree);
 	if (is_linked(lock)) { /* it was fast held: materialised just now */
 		tree_unlock(tree);
-		die(call, lock, "request is already in a tree (locked twice?)");
+		die(call, lock, ALREADY_IN_TREE);
 	}
 	return false;
 }

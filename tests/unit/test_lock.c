@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -783,6 +784,34 @@ static void unlock_in_other_tree(void)
 	range_write_unlock(&other, &r);
 }
 
+/*
+ * A tree in MAP_SHARED memory used by the same code in two processes: the
+ * second process meets the first one's request (at the same address, after
+ * fork()) in the tree.  The message must name that possibility.
+ */
+static void tree_in_two_processes(void)
+{
+	struct range_lock_tree *t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+					 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct range_lock r;
+	int status;
+	pid_t pid;
+
+	if (t == MAP_FAILED)
+		return;
+	range_lock_tree_init(t);
+	range_lock_init(&r, 3, 7);
+	range_write_lock(t, &r);
+	pid = fork();
+	if (pid == 0) {
+		range_write_lock(t, &r); /* this process's r: never locked here */
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)
+		abort();
+}
+
 static void test_misuse_aborts(void **state)
 {
 	(void)state;
@@ -792,6 +821,8 @@ static void test_misuse_aborts(void **state)
 	expect_abort(write_unlock_of_read, "range_write_unlock([3, 7]): range is held for reading");
 	expect_abort(downgrade_of_read, "range_downgrade_write([3, 7]): range is held for reading");
 	expect_abort(lock_twice, "range_read_lock([3, 7]): request is already in a tree");
+	expect_abort(tree_in_two_processes, "range_write_lock([3, 7]): request is already "
+		     "in a tree (locked twice? or is the tree used from another process?");
 	expect_abort(unlock_in_other_tree, "range_write_unlock([3, 7]): request is not in this tree");
 }
 
