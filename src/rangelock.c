@@ -896,12 +896,26 @@ static int wait_for_grant(struct waiter *w)
 
 /* ---- entry ------------------------------------------------------------ */
 
+/*
+ * POSIX: only a tv_nsec outside [0, 1000 million) makes a deadline invalid.
+ * A negative tv_sec is a time long past (-ETIMEDOUT, as glibc's tst-abstime
+ * checks); the wait backends report it without sleeping (wait.h).
+ */
 static bool timespec_valid(clockid_t clockid, const struct timespec *abstime)
 {
 	return (clockid == CLOCK_MONOTONIC || clockid == CLOCK_REALTIME) &&
-	       abstime && abstime->tv_sec >= 0 && abstime->tv_nsec >= 0 &&
+	       abstime && abstime->tv_nsec >= 0 &&
 	       abstime->tv_nsec < 1000000000L;
 }
+
+/*
+ * Also what a tree in shared memory used by two processes looks like: the
+ * other process's fast holder, materialised here, is read at an address of
+ * this process (often this very request's stack slot, after fork()).
+ * Telling the two apart would cost a syscall on the hot path: name both.
+ */
+#define ALREADY_IN_TREE "request is already in a tree (locked twice? or is " \
+	"the tree used from another process? trees are private to one process)"
 
 /*
  * The start of every lock call: check the arguments, try the fast path
@@ -913,7 +927,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 {
 	check_args(call, tree, lock);
 	if (is_linked(lock))
-		die(call, lock, "request is already in a tree (locked twice?)");
+		die(call, lock, ALREADY_IN_TREE);
 	lock->rb_parent_flags = reader ? RL_READER : 0;
 	lock->owner_tid = rl_thread_id();
 	if (fast_path_allowed(tree) &&
@@ -923,7 +937,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 	tree_lock(tree);
 	if (is_linked(lock)) { /* it was fast held: materialised just now */
 		tree_unlock(tree);
-		die(call, lock, "request is already in a tree (locked twice?)");
+		die(call, lock, ALREADY_IN_TREE);
 	}
 	return false;
 }

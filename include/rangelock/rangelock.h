@@ -62,6 +62,39 @@
  *  - Signals: the plain lock calls never return early; a handler that runs
  *    while they wait does not disturb them.  None of the calls is
  *    async-signal-safe.
+ *  - Self-deadlock: a thread that holds a range and asks the same tree for
+ *    an intersecting range that conflicts with it (a write under its own
+ *    hold, a read under its own write hold) waits for itself: the plain
+ *    calls hang, _interruptible and _killable wait until a signal or a
+ *    cancellation, _timedlock until its deadline (-ETIMEDOUT); trylock
+ *    returns 0.  No call returns -EDEADLK (glibc's pthread_rwlock_t does,
+ *    at once, for its own writer): a hold is not tied to a thread, so only
+ *    the checking mode can tell.
+ *  - Recursive reads: a thread that reads a range and asks again to read
+ *    an intersecting one (through a second request) deadlocks when a
+ *    conflicting writer waits on units of both:
+ *      FIFO tree (range_lock_tree_set_fifo()): the second read waits behind
+ *      the waiting writer, which waits for the first read: a deadlock
+ *      whenever a writer arrives in between.
+ *      Default policy: the second read may overtake the waiting writer while
+ *      the writer is unmarked; once the writer has waited longer than the
+ *      hand-off bound (about 2 ms) it can no longer be overtaken, so the
+ *      same code deadlocks intermittently, under load.
+ *    So never take a recursive read while a writer may wait on that range:
+ *    take one request for both ranges, or reuse the first hold.
+ *  - The checking mode (RANGELOCK_CHECKS, on in Debug builds) reports both
+ *    at the call, in both policies: a plain, _interruptible or _killable
+ *    lock call that would wait for a conflicting range its own thread holds,
+ *    or a read that would wait behind, or overtake, a writer that waits for
+ *    its thread's own read hold, prints "self-deadlock: ..." on stderr and
+ *    aborts.  trylock and _timedlock are not checked: they fail as usual.
+ *  - Processes: a tree serves the threads of one process.  In shared memory
+ *    (MAP_SHARED) two processes corrupt it: requests are addresses in their
+ *    own process; expect a hang or the abort "request is already in a tree
+ *    (locked twice? or is the tree used from another process? ...)".  To
+ *    share ranges between processes, bind each process's tree to the same
+ *    file with range_lock_tree_set_file(): the ranges it grants are then
+ *    also OFD locks on the file's bytes, which other processes respect.
  *  - fork(): as for pthread locks, a child process may use a tree only if no
  *    other thread of the parent held or waited on it at the time of the fork
  *    (its requests would stay in the child's tree forever).  fork-then-exec
@@ -301,7 +334,10 @@ RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
  *
  * Return: 0 when the range is held; -ETIMEDOUT when the deadline passed first
  * (the request is then out of the tree); -EINVAL for another clock, a NULL
- * @abstime, or tv_nsec outside [0, 999999999], or a negative tv_sec.
+ * @abstime, or when "the abs_timeout nanoseconds value is less than zero or
+ * greater than or equal to 1000 million" (POSIX's words: the only invalid
+ * timespecs).  A negative tv_sec is valid: a deadline that has passed, so
+ * -ETIMEDOUT when the call would have to wait (as glibc).
  */
 RANGELOCK_API int range_read_timedlock(struct range_lock_tree *tree,
 				       struct range_lock *lock,

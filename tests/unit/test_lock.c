@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -586,9 +587,6 @@ static void test_timedlock_validation(void **state)
 	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -EINVAL);
 	ts.tv_nsec = 1000000000L;
 	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -EINVAL);
-	ts.tv_sec = -1;
-	ts.tv_nsec = 0;
-	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_REALTIME, &ts), -EINVAL);
 	deadline_in(CLOCK_MONOTONIC, 10, &ts);
 	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_PROCESS_CPUTIME_ID, &ts), -EINVAL);
 	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, NULL), -EINVAL);
@@ -597,6 +595,62 @@ static void test_timedlock_validation(void **state)
 	ts.tv_nsec = 0;
 	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
 	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_REALTIME, &ts), -ETIMEDOUT);
+	range_write_unlock(&tree, &held);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/*
+ * POSIX (and glibc's tst-abstime): only tv_nsec outside [0, 999999999] makes
+ * a deadline invalid; a negative tv_sec is a deadline that has passed.
+ */
+static void test_timedlock_negative_tv_sec(void **state)
+{
+	(void)state;
+	const clockid_t clocks[] = { CLOCK_MONOTONIC, CLOCK_REALTIME };
+	const time_t secs[] = { -1, -2, INT32_MIN };
+	struct range_lock_tree tree;
+	struct range_lock held, r;
+	struct range_lock_stats st;
+	struct timespec ts;
+	uint64_t t0;
+
+	new_tree(&tree);
+	range_lock_init(&r, 0, 9);
+	/* A free range is taken whatever the deadline says. */
+	ts.tv_sec = -2;
+	ts.tv_nsec = 0;
+	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), 0);
+	range_write_unlock(&tree, &r);
+	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_REALTIME, &ts), 0);
+	range_read_unlock(&tree, &r);
+
+	/* A busy range: -ETIMEDOUT at once, and nothing left in the tree. */
+	range_lock_init(&held, 5, 5);
+	range_write_lock(&tree, &held);
+	t0 = mono_ns();
+	for (int c = 0; c < 2; c++) {
+		for (int s = 0; s < 3; s++) {
+			ts.tv_sec = secs[s];
+			ts.tv_nsec = s == 0 ? 999999999L : 0;
+			assert_int_equal(range_read_timedlock(&tree, &r, clocks[c], &ts), -ETIMEDOUT);
+			assert_int_equal(range_write_timedlock(&tree, &r, clocks[c], &ts), -ETIMEDOUT);
+		}
+	}
+	assert_true(mono_ns() - t0 < 1000000000u);
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+	assert_int_equal(st.gave_up_timeout, 12);
+	assert_int_equal(st.waiting_now, 0);
+	/* Still invalid with a negative tv_sec: tv_nsec out of range. */
+	ts.tv_sec = -1;
+	ts.tv_nsec = -1;
+	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), -EINVAL);
+	ts.tv_nsec = 1000000000L;
+	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_REALTIME, &ts), -EINVAL);
+	/* The timed-out request left nothing behind: [0, 9] minus the held
+	 * unit is free, and the tree empties. */
+	range_lock_init(&r, 6, 9);
+	assert_int_equal(range_write_trylock(&tree, &r), 1);
+	range_write_unlock(&tree, &r);
 	range_write_unlock(&tree, &held);
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
 }
@@ -751,6 +805,34 @@ static void unlock_in_other_tree(void)
 	range_write_unlock(&other, &r);
 }
 
+/*
+ * A tree in MAP_SHARED memory used by the same code in two processes: the
+ * second process meets the first one's request (at the same address, after
+ * fork()) in the tree.  The message must name that possibility.
+ */
+static void tree_in_two_processes(void)
+{
+	struct range_lock_tree *t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+					 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct range_lock r;
+	int status;
+	pid_t pid;
+
+	if (t == MAP_FAILED)
+		return;
+	range_lock_tree_init(t);
+	range_lock_init(&r, 3, 7);
+	range_write_lock(t, &r);
+	pid = fork();
+	if (pid == 0) {
+		range_write_lock(t, &r); /* this process's r: never locked here */
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)
+		abort();
+}
+
 static void test_misuse_aborts(void **state)
 {
 	(void)state;
@@ -760,6 +842,8 @@ static void test_misuse_aborts(void **state)
 	expect_abort(write_unlock_of_read, "range_write_unlock([3, 7]): range is held for reading");
 	expect_abort(downgrade_of_read, "range_downgrade_write([3, 7]): range is held for reading");
 	expect_abort(lock_twice, "range_read_lock([3, 7]): request is already in a tree");
+	expect_abort(tree_in_two_processes, "range_write_lock([3, 7]): request is already "
+		     "in a tree (locked twice? or is the tree used from another process?");
 	expect_abort(unlock_in_other_tree, "range_write_unlock([3, 7]): request is not in this tree");
 }
 
@@ -1266,6 +1350,7 @@ int main(void)
 		cmocka_unit_test(test_killable_cancel),
 		cmocka_unit_test(test_killable_cancel_races_grant),
 		cmocka_unit_test(test_timedlock_validation),
+		cmocka_unit_test(test_timedlock_negative_tv_sec),
 		cmocka_unit_test(test_timedlock_times_out),
 		cmocka_unit_test(test_giveup_unaccounting),
 		cmocka_unit_test(test_misuse_aborts),
