@@ -9,7 +9,9 @@
 # Writes OUTDIR/throughput-<workload>-<ranges>.<fmt>, one chart per workload
 # (read/write/mixed x full/random/disjoint), and OUTDIR/throughput-all.<fmt>
 # with all of them on one page.  Each line is one lock type: the median
-# over the repetitions, with error bars of one standard deviation.
+# over the repetitions, with error bars of one standard deviation
+# (librangelock: one line per tree policy, librangelock_fifo is the
+# strict-FIFO tree).
 # Needs gnuplot with the pngcairo or svg terminal (no X needed).
 set -eu
 
@@ -59,7 +61,7 @@ END {
 
 [ -s "$tmp/keys" ] || { echo "$0: no throughput rows in $csv" >&2; exit 1; }
 
-locks="pthread_rwlock pthread_rwlock_wp pthread_mutex librangelock"
+locks="pthread_rwlock pthread_rwlock_wp pthread_mutex librangelock librangelock_fifo"
 
 # The plot command of one chart ($1 = key).
 plot_cmd() {
@@ -70,6 +72,7 @@ plot_cmd() {
 		sort -n "$f" -o "$f"
 		case $l in
 		librangelock) style='lw 2.5 pt 7 lc rgb "#d62728"' ;;
+		librangelock_fifo) style='lw 2 pt 11 lc rgb "#ff7f0e" dt 4' ;;
 		pthread_rwlock) style='lw 1.5 pt 5 lc rgb "#1f77b4"' ;;
 		pthread_rwlock_wp) style='lw 1.5 pt 9 lc rgb "#2ca02c" dt 2' ;;
 		pthread_mutex) style='lw 1.5 pt 13 lc rgb "#7f7f7f" dt 3' ;;

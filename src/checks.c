@@ -23,10 +23,21 @@ static bool is_reader(const struct range_lock *n)
 	return n->rb_parent_flags & RL_READER;
 }
 
-static uint32_t blocking_of(const struct range_lock *n)
+static uint32_t word_of(const struct range_lock *n)
 {
 	return atomic_load_explicit((_Atomic uint32_t *)&n->wait_word,
-				    memory_order_relaxed) >> 1;
+				    memory_order_relaxed);
+}
+
+/* The blocking count (rangelock.c: word = count << 2 | HANDOFF | SLEEPING). */
+static uint32_t blocking_of(const struct range_lock *n)
+{
+	return word_of(n) >> 2;
+}
+
+static bool is_held(const struct range_lock *n)
+{
+	return word_of(n) == 0;
 }
 
 static void tree_broken(const struct range_lock_tree *tree, const char *what,
@@ -64,7 +75,7 @@ void rl_check_tree(const struct range_lock_tree *tree)
 
 	count = 0;
 	for (n = first; n; n = itree_next_inorder(n))
-		count += blocking_of(n) != 0;
+		count += !is_held(n);
 	if (count != tree->nr_waiting)
 		tree_broken(tree, "nr_waiting differs from the waiting requests", NULL, NULL);
 
@@ -73,8 +84,12 @@ void rl_check_tree(const struct range_lock_tree *tree)
 
 		if (n->seqnum >= tree->seqnum)
 			tree_broken(tree, "seqnum from the future", n, NULL);
-		if (prev && prev->start == n->start && prev->seqnum >= n->seqnum)
+		if ((tree->flags & RANGE_LOCK_TREE_FLAG_FIFO) && prev &&
+		    prev->start == n->start && prev->seqnum >= n->seqnum)
 			tree_broken(tree, "equal starts out of arrival order", prev, n);
+		if ((tree->flags & RANGE_LOCK_TREE_FLAG_FIFO) && !is_held(n) &&
+		    !blocking_of(n))
+			tree_broken(tree, "an eligible request in a FIFO tree", n, NULL);
 		itree_foreach(m, tree->root, n->start, n->last) {
 			bool conflicting = !(is_reader(n) && is_reader(m));
 
@@ -84,7 +99,7 @@ void rl_check_tree(const struct range_lock_tree *tree)
 				tree_broken(tree, "two requests share a seqnum", m, n);
 			if (m->seqnum < n->seqnum)
 				expect++;
-			if (!blocking_of(n) && !blocking_of(m))
+			if (is_held(n) && is_held(m))
 				tree_broken(tree, "conflicting requests both held", m, n);
 		}
 		if (blocking_of(n) != expect)

@@ -8,48 +8,66 @@
  * (interval_tree.c) -- except a lone request on an empty tree, which holds
  * it through the lock word alone and enters the tree only when another
  * request needs the internal lock (the fast path, tree_lock.h; it is then
- * inserted first, as the held request it is).  A request R entering the tree takes the next arrival
- * number (seqnum) and counts its blockers: the requests already in the tree
- * whose range intersects R's and that conflict with R.  Two requests
- * conflict unless both are readers.  R owns its range when that count is 0.
- * Leaving the tree (unlock, or giving up while waiting) walks the
- * intersecting requests and decrements each LATER one (higher seqnum) that
- * conflicts -- by the same rule, so exactly the requests that counted the
- * leaver when they entered.  Downgrading a writer to a reader decrements the
- * later intersecting readers, which alone stop conflicting with it.  There
- * is no stealing: a request waits for every earlier conflicting request, so
- * among intersecting conflicting requests arrival order decides.
+ * inserted first, as the held request it is).  Two requests conflict unless
+ * both are readers.  Each request in the tree has a seqnum, its place in the
+ * PRECEDENCE order, and a blocking count:
  *
- * The invariant, true whenever tree_lock is free (checked in RANGELOCK_CHECKS
- * builds, and model-checked in tests/model/):
  *   blocking(R) = #{ Q in tree : Q.seqnum < R.seqnum, Q intersects R,
- *                    Q and R conflict }
- * so a request with blocking 0 conflicts with no earlier request, and two
- * granted requests never conflict (of two intersecting conflicting requests
- * the later one counts the earlier).
+ *                    Q and R conflict }                      (the invariant)
+ *
+ * true whenever tree_lock is free (checked in RANGELOCK_CHECKS builds, and
+ * model-checked in tests/model/).  A held request has blocking 0, so two
+ * held requests never conflict (of two intersecting conflicting requests the
+ * one with the higher seqnum counts the other).  Leaving the tree (unlock,
+ * or giving up while waiting) walks the intersecting requests and takes one
+ * blocker off each conflicting one with a HIGHER seqnum -- exactly those
+ * that count the leaver.  Downgrading a writer to a reader takes one off the
+ * higher readers, which alone stop conflicting with it.
+ *
+ * Two policies (the tree's flags; docs/design.md, "Policies"):
+ *  - FIFO (the kernel patch): an arriving request takes the next seqnum and
+ *    counts every intersecting conflicting request; it holds its range when
+ *    the count falls to 0.  Precedence is arrival order; no stealing.
+ *  - Default, eventual fairness: an arriving request whose intersecting
+ *    conflicting requests are all unmarked WAITERS overtakes them: it takes
+ *    seqnum (their smallest seqnum - 1), adds one blocker to each of them,
+ *    and holds its range at once (overtake()).  Seqnum ties are then
+ *    possible, but only between requests that do not both intersect and
+ *    conflict, where the order means nothing.  A waiter that has waited
+ *    RL_HANDOFF_NS marks itself HANDOFF; nothing overtakes a marked waiter,
+ *    so its count only falls: overtaking is bounded.  A release grants a
+ *    waiter whose count reaches 0 only if it is spinning (running) or
+ *    marked; a sleeping one is made ELIGIBLE and woken, and claims its range
+ *    under tree_lock unless a running thread overtook it meanwhile.
+ * trylock succeeds exactly when a lock call would hold at once.
  *
  * THE REQUEST'S WAIT WORD
  * =======================
- * wait_word = blocking << 1 | SLEEPING.  The count lives in the word the
- * waiter sleeps on, so the decrement that makes it 0 IS the grant: one
- * atomic operation, the last write anyone makes to a request it grants.
- *   - blocking is written only under tree_lock: set at entry before the
+ * wait_word = blocking << 2 | HANDOFF | SLEEPING;  0 means HELD, in both
+ * policies, and ELIGIBLE (== SLEEPING: count 0, asleep, not granted) exists
+ * only in the default policy.
+ *   - The count is written only under tree_lock: set at entry before the
  *     request is published (relaxed store: nobody else can see it until
- *     tree_lock is released); decremented by others with fetch_sub.
- *   - SLEEPING is set and cleared only by the waiter, without tree_lock,
- *     by compare-and-swap: set just before FUTEX_WAIT on the value it set,
- *     cleared when it starts to spin (it spins only while next in line:
- *     one blocker left).  That is why the decrement must be an atomic
- *     read-modify-write: it races with the waiter's CAS, and its old value
- *     tells whether anyone sleeps (FUTEX_WAKE is skipped when nobody does).
- *   - The decrement that leaves a sleeping waiter next in line (2 -> 1)
- *     wakes it early, to spin for its grant while the holder works; to
- *     the waiter that is a spurious wake-up.
+ *     tree_lock is released); raised by an overtaker (fetch_add) and lowered
+ *     by a releaser (a CAS loop, put_blocker()).  The CAS that sets the word
+ *     to 0 IS the grant: the last write anyone makes to a request it grants.
+ *   - HANDOFF is set by the waiter itself, under tree_lock (fetch_or).
+ *   - SLEEPING is set and cleared only by the waiter, WITHOUT tree_lock, by
+ *     compare-and-swap, and only while its count is at least 1: set just
+ *     before FUTEX_WAIT on the value it set, cleared when it starts to spin
+ *     (it spins only while next in line: one blocker left).  That is why
+ *     every change by others is an atomic read-modify-write: it races with
+ *     the waiter's CAS, and its old value tells whether anyone sleeps
+ *     (FUTEX_WAKE is skipped when nobody does) and whether it may grant.
+ *   - ELIGIBLE -> HELD (the claim) happens under tree_lock, by the waiter.
+ *   - A release that leaves a sleeping waiter next in line wakes it early,
+ *     to spin for its grant while the holder works; to the waiter that is a
+ *     spurious wake-up.
  *
  * Who writes which field, under which lock:
- *   tree->root, leftmost, seqnum, nr_requests, nr_waiting, stats counters (except the
- *       wait times), and every node's links, flags, start/last/subtree_last,
- *       seqnum:                             only under tree_lock.
+ *   tree->root, leftmost, seqnum, nr_requests, nr_waiting, flags, stats
+ *       counters (except the wait times), and every node's links, flags,
+ *       start/last/subtree_last, seqnum:  only under tree_lock.
  *   tree->stats (the pointer):              under tree_lock (release store),
  *                                            read without it (acquire) by
  *                                            waiters that time their wait.
@@ -64,19 +82,24 @@
  *
  * Memory orders:
  *   - tree_lock: acquire when taken, release when dropped (tree_lock.h).
- *     An uncontended lock/unlock pair is ordered through it.
- *   - The grant: fetch_sub with RELEASE, load by the waiter with ACQUIRE.
+ *     An uncontended lock/unlock pair is ordered through it, and so are an
+ *     overtaker and a claimer: every release of a range they take happened
+ *     under tree_lock before they took it.
+ *   - The grant: the CAS to 0 with RELEASE, the waiter's load with ACQUIRE.
  *     The releaser's critical section happens before its tree_lock release,
  *     which happens before the granter's tree_lock acquire (when the granter
- *     is another unlocker), which happens before the granting fetch_sub;
- *     the waiter's acquire load that reads 0 synchronises with it.
+ *     is another unlocker), which happens before the granting CAS; the
+ *     waiter's acquire load that reads 0 synchronises with it.
+ *   - An overtaker's fetch_add and the HANDOFF fetch_or: relaxed; they order
+ *     nothing (the waiter only re-reads its count), and they happen under
+ *     tree_lock, which every other writer of the count holds.
  *   - SLEEPING CASes (set before sleeping, clear before spinning): acquire,
  *     only because a failed CAS hands back a value that may show the grant;
  *     the bit itself orders nothing, and all RMWs on one word are totally
- *     ordered, so a granter's fetch_sub sees the bit's latest state.
- *   - Reads of wait_word under tree_lock: relaxed for validation (only a
- *     granter, holding tree_lock, can change the count); acquire in the
- *     give-up path, which may keep a grant and enter the critical section.
+ *     ordered, so a granter's CAS sees the bit's latest state.
+ *   - Reads of wait_word under tree_lock: relaxed for decisions (only
+ *     tree_lock holders change the count); acquire in the give-up and claim
+ *     paths, which may keep a grant and enter the critical section.
  *
  * Rule from ../FUTEX-RULES.md: nobody touches a request after its grant is
  * visible, except through the futex address itself.  A granter keeps the
@@ -88,9 +111,10 @@
  * THE GIVE-UP PATH
  * ================
  * withdraw_request() below: a waiting request that stops waiting (signal,
- * timeout, cancellation) takes tree_lock and looks at its count.  If a grant
- * arrived meanwhile it keeps the range (signal, timeout: report success) or
- * releases it like an unlock (cancellation: the thread is going away).
+ * timeout, cancellation) takes tree_lock and looks at its word.  If a grant
+ * arrived meanwhile, or it is ELIGIBLE (the range is free), it keeps the
+ * range (signal, timeout: report success) or releases it like an unlock
+ * (cancellation: the thread is going away).
  * Otherwise it leaves the tree through remove_request(), the same code as
  * unlock, which un-accounts exactly the later requests that counted it.
  */
@@ -110,8 +134,27 @@
 #include "tree_lock.h"
 #include "wait.h"
 
+/* The request's wait word: count << 2 | HANDOFF | SLEEPING; 0 is "held". */
 #define SLEEPING 1u
-#define ONE_BLOCKER 2u
+#define HANDOFF 2u
+#define ONE_BLOCKER 4u
+#define ELIGIBLE SLEEPING	/* count 0, asleep, not granted (default policy) */
+
+static inline uint32_t blockers_of(uint32_t word)
+{
+	return word >> 2;
+}
+
+/*
+ * The hand-off bound of the default policy: a waiter that has waited this
+ * long marks itself (HANDOFF) and can no longer be overtaken.  2 ms: long
+ * enough for many hand-overs between running threads (a 1 us critical
+ * section is taken ~1000 times meanwhile), short enough that the 99th
+ * percentile wait stays within a few milliseconds (rangelock-bench).
+ */
+#ifndef RL_HANDOFF_NS
+#define RL_HANDOFF_NS 2000000L
+#endif
 
 /*
  * How long a killable waiter sleeps between two looks for a cancellation
@@ -169,6 +212,11 @@ static inline bool is_linked(const struct range_lock *lock)
 static inline bool conflict(bool reader_a, bool reader_b)
 {
 	return !(reader_a && reader_b);
+}
+
+static inline bool tree_is_fifo(const struct range_lock_tree *tree)
+{
+	return tree->flags & RANGE_LOCK_TREE_FLAG_FIFO;
 }
 
 static inline struct range_lock_stats *stats_of(struct range_lock_tree *tree)
@@ -282,32 +330,48 @@ static inline void wake_list_flush(struct wake_list *wl)
 
 /* ---- tree operations, under tree_lock -------------------------------- */
 
-/* Take one blocker off @waiter; grant it if that was the last (the
- * fetch_sub is the last write to @waiter, see DESIGN), or wake it early if
- * it sleeps and is now next in line. */
+/*
+ * Take one blocker off @waiter (POLICY rule 4).  When it was the last one,
+ * the waiter is granted (word := 0, the last write to the request) if the
+ * tree is FIFO, or the waiter has marked itself HANDOFF, or it is spinning
+ * (not SLEEPING: it runs); a sleeping unmarked waiter of a default tree is
+ * only made ELIGIBLE (word := SLEEPING) and woken, so that a running thread
+ * may take the range first (overtake) instead of the range waiting for the
+ * scheduler.  A waiter left next in line while asleep is woken early to spin.
+ */
 static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *waiter,
 			       struct wake_list *wl)
 {
-	struct range_lock_stats *st = tree->stats;
-	bool reader = is_reader(waiter);
-	uint32_t old = atomic_fetch_sub_explicit(wait_word(waiter), ONE_BLOCKER,
-						 memory_order_release);
+	_Atomic uint32_t *word = wait_word(waiter);
+	uint32_t old = atomic_load_explicit(word, memory_order_relaxed), new;
 
-	if ((old >> 1) == 2 && (old & SLEEPING)) {
-		/* Next in line now, and asleep: wake it so that it spins for
-		 * its grant and takes over while running, instead of a grant
-		 * waiting for the scheduler (a convoy when threads outnumber
-		 * CPUs).  To the waiter this is a spurious wake-up. */
-		wake_list_add(wl, wait_word(waiter));
+	/* A CAS loop: the waiter may flip SLEEPING meanwhile (only it, and
+	 * only while it has blockers); everything else changes under
+	 * tree_lock, which we hold. */
+	do {
+		if (blockers_of(old) > 1)
+			new = old - ONE_BLOCKER;
+		else if (tree_is_fifo(tree) || (old & (HANDOFF | SLEEPING)) != SLEEPING)
+			new = 0;
+		else
+			new = ELIGIBLE;
+	} while (!atomic_compare_exchange_weak_explicit(word, &old, new,
+							memory_order_release,
+							memory_order_relaxed));
+
+	if (new != 0) {
+		/* Next in line now and asleep, or eligible: wake it, to spin
+		 * for its grant or to claim the range (to the waiter an
+		 * early wake-up is spurious). */
+		if ((old & SLEEPING) && (new == ELIGIBLE || blockers_of(new) == 1))
+			wake_list_add(wl, word);
 		return;
 	}
-	if ((old >> 1) != 1)
-		return;
 	tree->nr_waiting--;
-	if (st)
-		stat_granted(st, reader, true);
+	if (tree->stats)
+		stat_granted(tree->stats, is_reader(waiter), true);
 	if (old & SLEEPING)
-		wake_list_add(wl, wait_word(waiter));
+		wake_list_add(wl, word);
 }
 
 static inline bool intersects_any(const struct range_lock_tree *tree,
@@ -318,33 +382,74 @@ static inline bool intersects_any(const struct range_lock_tree *tree,
 	       tree->leftmost->start <= lock->last;
 }
 
-/* Count the requests in the tree that @lock (of mode @reader) must wait
- * for; with @stop_at_first, just say whether there is one. */
-static uint32_t count_blockers(struct range_lock_tree *tree,
-			       const struct range_lock *lock, bool reader,
-			       bool stop_at_first)
+/* What a request entering the tree finds on its range. */
+struct entry_scan {
+	uint32_t blockers;       /* intersecting conflicting requests */
+	bool must_wait;          /* one of them is held, or HANDOFF-marked */
+	uint64_t first_seq;      /* the smallest seqnum among them */
+};
+
+/*
+ * Count the requests in the tree that @lock (of mode @reader) conflicts
+ * with.  For the default policy, also find whether it may overtake them all
+ * (POLICY rule 2: none of them held or marked); with @stop_at_first (a FIFO
+ * trylock), just say whether there is one.
+ */
+static void scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
+		       bool reader, bool stop_at_first, struct entry_scan *scan)
 {
 	struct range_lock *n;
-	uint32_t count = 0;
+	uint32_t word;
 
+	scan->blockers = 0;
+	scan->must_wait = false;
+	scan->first_seq = UINT64_MAX;
 	if (!intersects_any(tree, lock))
-		return 0;
+		return;
 	itree_foreach(n, tree->root, lock->start, lock->last) {
-		if (conflict(reader, is_reader(n))) {
-			count++;
-			if (stop_at_first)
-				break;
+		if (!conflict(reader, is_reader(n)))
+			continue;
+		scan->blockers++;
+		if (stop_at_first) {
+			scan->must_wait = true;
+			return;
 		}
+		word = atomic_load_explicit(wait_word(n), memory_order_relaxed);
+		if (word == 0 || (word & HANDOFF))
+			scan->must_wait = true;
+		if (n->seqnum < scan->first_seq)
+			scan->first_seq = n->seqnum;
 	}
-	return count;
+	if (tree_is_fifo(tree))
+		scan->must_wait = scan->blockers != 0;
 }
 
-/* The caller has set lock->owner_tid. */
+/*
+ * Overtake (POLICY rule 2): every request @lock conflicts with waits and is
+ * unmarked, so @lock takes its range now.  It is placed just before them in
+ * the precedence order (the returned seqnum) and each of them counts it as
+ * one more blocker, so the invariant holds and @lock's unlock releases them.
+ */
+static uint64_t overtake(struct range_lock_tree *tree, const struct range_lock *lock,
+			 bool reader, const struct entry_scan *scan)
+{
+	struct range_lock *n;
+
+	itree_foreach(n, tree->root, lock->start, lock->last) {
+		if (conflict(reader, is_reader(n)))
+			atomic_fetch_add_explicit(wait_word(n), ONE_BLOCKER,
+						  memory_order_relaxed);
+	}
+	return scan->first_seq - 1;
+}
+
+/* The caller has set lock->owner_tid.  @seqnum: tree->seqnum++ for an
+ * arrival, the overtake() position for an overtaker. */
 static void insert_request(struct range_lock_tree *tree, struct range_lock *lock,
-			   bool reader, uint32_t blockers)
+			   bool reader, uint32_t blockers, uint64_t seqnum)
 {
 	lock->rb_parent_flags = reader ? RL_READER : 0;
-	lock->seqnum = tree->seqnum++;
+	lock->seqnum = seqnum;
 	atomic_store_explicit(wait_word(lock), blockers * ONE_BLOCKER,
 			      memory_order_relaxed);
 	tree->nr_requests++;
@@ -363,7 +468,8 @@ static void insert_request(struct range_lock_tree *tree, struct range_lock *lock
 }
 
 /* Take @lock out of the tree and release the later requests that counted
- * it: the same conflict rule as count_blockers(), so exactly those. */
+ * it: the same conflict rule as scan_entry(), and a higher seqnum, so exactly
+ * those (an overtaker has a lower seqnum than the waiters it passed). */
 static void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
 			   struct wake_list *wl)
 {
@@ -411,7 +517,7 @@ static inline void tree_lock(struct range_lock_tree *tree)
 		struct range_lock *holder = (struct range_lock *)(fast & ~TL_FAST_BITS);
 		bool reader = fast == ((uintptr_t)holder | TL_FAST_R);
 
-		insert_request(tree, holder, reader, 0);
+		insert_request(tree, holder, reader, 0, tree->seqnum++);
 		/* Statistics were off when it took the fast path (or it raced
 		 * with their enabling): count its hold now, as its unlock will
 		 * go through the tree and be counted. */
@@ -473,13 +579,28 @@ struct waiter {
 	clockid_t clockid;
 	const struct timespec *abstime;
 	uint64_t wait_start_ns;   /* 0 unless statistics time this wait */
+	struct timespec handoff;  /* CLOCK_MONOTONIC: when to set HANDOFF */
+	bool marked;              /* HANDOFF set, or a FIFO tree: no bound */
 };
 
 
+/* Under tree_lock: a waiter whose word is ELIGIBLE takes its range (POLICY
+ * rule 5); the range is free and nobody overtook it since. */
+static void claim_eligible(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	/* Relaxed: the releases that made it eligible happened under
+	 * tree_lock, which we acquired. */
+	atomic_store_explicit(wait_word(lock), 0, memory_order_relaxed);
+	tree->nr_waiting--;
+	if (tree->stats)
+		stat_granted(tree->stats, is_reader(lock), true);
+}
+
 /*
  * A waiting request stops waiting.  Returns true if the grant had already
- * arrived and the request keeps its range (never for cancellation, where a
- * granted range is released like an unlock); false if it left the tree.
+ * arrived, or the request was eligible and claims its free range, and it
+ * keeps the range (never for cancellation, where such a range is released
+ * like an unlock); false if it left the tree.
  */
 static bool withdraw_request(struct waiter *w, enum give_up why)
 {
@@ -487,13 +608,17 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 	struct range_lock *lock = w->lock;
 	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
 	struct range_lock_stats *st;
+	uint32_t word;
 	bool granted;
 
 	wl.n = 0;
 	tree_lock(tree);
 	st = tree->stats;
-	granted = (atomic_load_explicit(wait_word(lock), memory_order_acquire) >> 1) == 0;
-	if (granted && why != GIVE_UP_CANCEL) {
+	word = atomic_load_explicit(wait_word(lock), memory_order_acquire);
+	granted = word == 0;
+	if (why != GIVE_UP_CANCEL && (granted || word == ELIGIBLE)) {
+		if (!granted)
+			claim_eligible(tree, lock);
 		tree_unlock(tree);
 		return true;
 	}
@@ -522,6 +647,27 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 	return false;
 }
 
+/*
+ * The waiter woke ELIGIBLE (claim) or its hand-off bound passed (@mark):
+ * under tree_lock, take the range if it is still eligible; else, with
+ * @mark, set HANDOFF so nobody overtakes it any more (POLICY rules 5, 6).
+ * Returns true when the request holds its range.
+ */
+static bool claim_or_mark(struct waiter *w, bool mark)
+{
+	_Atomic uint32_t *word = wait_word(w->lock);
+	uint32_t v;
+
+	tree_lock(w->tree);
+	v = atomic_load_explicit(word, memory_order_acquire);
+	if (v == ELIGIBLE)
+		claim_eligible(w->tree, w->lock);
+	else if (v != 0 && mark)
+		atomic_fetch_or_explicit(word, HANDOFF, memory_order_relaxed);
+	tree_unlock(w->tree);
+	return v == 0 || v == ELIGIBLE;
+}
+
 /* ---- waiting ---------------------------------------------------------- */
 
 /*
@@ -533,7 +679,7 @@ static bool spin_for_grant(_Atomic uint32_t *word)
 	uint32_t budget = grant_spin_budget;
 
 	for (uint32_t i = 0; i < budget; i++) {
-		if (!(atomic_load_explicit(word, memory_order_acquire) >> 1)) {
+		if (atomic_load_explicit(word, memory_order_acquire) == 0) {
 			grant_spin_budget = budget < RL_GRANT_SPIN_MAX / 2
 						    ? budget * 2 : RL_GRANT_SPIN_MAX;
 			return true;
@@ -545,30 +691,135 @@ static bool spin_for_grant(_Atomic uint32_t *word)
 	return false;
 }
 
+static void timespec_add_ns(struct timespec *ts, long ns)
+{
+	ts->tv_nsec += ns;
+	while (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static bool timespec_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static bool deadline_passed(clockid_t clockid, const struct timespec *abstime)
+{
+	struct timespec now;
+
+	clock_gettime(clockid, &now);
+	return !timespec_before(&now, abstime);
+}
+
+/*
+ * One sleep on @word (which held @v).  Until the waiter is marked, the sleep
+ * ends at the hand-off deadline (CLOCK_MONOTONIC) at the latest, and the
+ * caller's own deadline is checked on its own clock when it ends.
+ * Returns 0 (look again), -EINTR or -ETIMEDOUT (the caller's deadline),
+ * or 1: the hand-off bound has passed.
+ */
+static int sleep_once(struct waiter *w, _Atomic uint32_t *word, uint32_t v)
+{
+	unsigned flags = w->kind == WAIT_INTERRUPTIBLE ? RL_WAIT_INTERRUPTIBLE : 0;
+	const struct timespec *user = w->kind == WAIT_TIMED ? w->abstime : NULL;
+	struct timespec slice;
+	int r;
+
+	if (w->kind == WAIT_KILLABLE) {
+		/* The cancellation point: bounded waits and
+		 * pthread_testcancel() between them (cleanup handler in
+		 * wait_loop_killable()). */
+		pthread_testcancel();
+		clock_gettime(CLOCK_MONOTONIC, &slice);
+		timespec_add_ns(&slice, KILLABLE_SLICE_NS);
+		if (!w->marked && timespec_before(&w->handoff, &slice))
+			slice = w->handoff;
+		r = rl_wait(word, v, CLOCK_MONOTONIC, &slice, 0);
+		pthread_testcancel();
+	} else if (!w->marked) {
+		struct timespec until = w->handoff;
+
+		if (user) {
+			/* The caller's deadline on the monotonic clock, if it
+			 * comes first (a wall-clock step during these
+			 * milliseconds is noticed when the sleep ends). */
+			struct timespec mono = *user;
+
+			if (w->clockid != CLOCK_MONOTONIC) {
+				struct timespec now_c, now_m;
+
+				clock_gettime(w->clockid, &now_c);
+				clock_gettime(CLOCK_MONOTONIC, &now_m);
+				mono = now_m;
+				if (timespec_before(&now_c, user)) {
+					/* At most the bound ahead: no overflow
+					 * for far deadlines. */
+					long ns = RL_HANDOFF_NS;
+
+					if (user->tv_sec - now_c.tv_sec <= 1)
+						ns = (long)(user->tv_sec - now_c.tv_sec) * 1000000000L +
+						     (user->tv_nsec - now_c.tv_nsec);
+					timespec_add_ns(&mono, ns < RL_HANDOFF_NS ? ns : RL_HANDOFF_NS);
+				}
+			}
+			if (timespec_before(&mono, &until))
+				until = mono;
+		}
+		r = rl_wait(word, v, CLOCK_MONOTONIC, &until, flags);
+		if (r == -ETIMEDOUT && user && deadline_passed(w->clockid, user))
+			return -ETIMEDOUT;
+	} else {
+		r = rl_wait(word, v, w->clockid, user, flags);
+	}
+	if (r == -EINTR && w->kind == WAIT_INTERRUPTIBLE)
+		return -EINTR;
+	if (r == -ETIMEDOUT && w->kind == WAIT_TIMED && w->marked)
+		return -ETIMEDOUT;
+	if (!w->marked && (r == -ETIMEDOUT || w->kind == WAIT_KILLABLE) &&
+	    deadline_passed(CLOCK_MONOTONIC, &w->handoff))
+		return 1;
+	return 0;
+}
+
 /* Returns 0 when granted, -EINTR or -ETIMEDOUT after leaving the tree. */
 static int wait_loop(struct waiter *w)
 {
 	_Atomic uint32_t *word = wait_word(w->lock);
-	unsigned flags = w->kind == WAIT_INTERRUPTIBLE ? RL_WAIT_INTERRUPTIBLE : 0;
 	/* No spin for interruptible waits: a signal handler that runs while
 	 * we spin would go unreported. */
 	bool may_spin = w->kind != WAIT_INTERRUPTIBLE;
 	uint32_t v;
 	int r;
 
+	w->marked = tree_is_fifo(w->tree) || w->kind == WAIT_INTERRUPTIBLE;
+	if (!w->marked) {
+		clock_gettime(CLOCK_MONOTONIC, &w->handoff);
+		timespec_add_ns(&w->handoff, RL_HANDOFF_NS);
+	}
 	v = atomic_load_explicit(word, memory_order_acquire);
 	for (;;) {
-		if (!(v >> 1))
+		if (v == 0)
 			return 0;
+		if (v == ELIGIBLE) {
+			/* Woken with the range free: claim it, unless a
+			 * running thread overtook us meanwhile. */
+			if (claim_or_mark(w, false))
+				return 0;
+			v = atomic_load_explicit(word, memory_order_acquire);
+			continue;
+		}
 		/* Spin only when next in line (one blocker left): the others
 		 * cannot be granted soon, and spinning would take CPUs from
 		 * the threads that hold or are about to. */
-		if (may_spin && (v >> 1) == 1) {
+		if (may_spin && blockers_of(v) == 1) {
 			may_spin = false;
 			if (v & SLEEPING) {
 				/* Woken early to spin (put_blocker()): stop
-				 * announcing a sleep, or the grant would come
-				 * with a needless FUTEX_WAKE. */
+				 * announcing a sleep, so that the release
+				 * grants us directly, with no FUTEX_WAKE. */
 				if (!atomic_compare_exchange_weak_explicit(
 					    word, &v, v & ~SLEEPING, memory_order_acquire,
 					    memory_order_acquire)) {
@@ -581,7 +832,7 @@ static int wait_loop(struct waiter *w)
 			v = atomic_load_explicit(word, memory_order_acquire);
 			continue;
 		}
-		/* Announce the sleep, so the granter knows to FUTEX_WAKE. */
+		/* Announce the sleep, so the releaser knows to FUTEX_WAKE. */
 		if (!(v & SLEEPING)) {
 			if (!atomic_compare_exchange_weak_explicit(
 				    word, &v, v | SLEEPING, memory_order_acquire,
@@ -589,31 +840,18 @@ static int wait_loop(struct waiter *w)
 				continue;
 			v |= SLEEPING;
 		}
-		if (w->kind == WAIT_KILLABLE) {
-			/* The cancellation point: bounded waits and
-			 * pthread_testcancel() between them (cleanup handler
-			 * in wait_loop_killable()). */
-			struct timespec slice;
-
-			pthread_testcancel();
-			clock_gettime(CLOCK_MONOTONIC, &slice);
-			slice.tv_nsec += KILLABLE_SLICE_NS;
-			if (slice.tv_nsec >= 1000000000L) {
-				slice.tv_sec++;
-				slice.tv_nsec -= 1000000000L;
-			}
-			(void)rl_wait(word, v, CLOCK_MONOTONIC, &slice, 0);
-			pthread_testcancel();
-		} else {
-			r = rl_wait(word, v, w->clockid,
-				    w->kind == WAIT_TIMED ? w->abstime : NULL, flags);
-			if ((r == -EINTR && w->kind == WAIT_INTERRUPTIBLE) ||
-			    (r == -ETIMEDOUT && w->kind == WAIT_TIMED)) {
-				if (withdraw_request(w, r == -EINTR ? GIVE_UP_SIGNAL
-								    : GIVE_UP_TIMEOUT))
-					return 0;
-				return r;
-			}
+		r = sleep_once(w, word, v);
+		if (r < 0) {
+			if (withdraw_request(w, r == -EINTR ? GIVE_UP_SIGNAL
+							    : GIVE_UP_TIMEOUT))
+				return 0;
+			return r;
+		}
+		if (r == 1) {
+			/* Waited past the bound: no more overtaking. */
+			w->marked = true;
+			if (claim_or_mark(w, true))
+				return 0;
 		}
 		/* Any return means "look again" (FUTEX-RULES rule 4); after a
 		 * wake-up, next in line may spin again. */
@@ -658,12 +896,26 @@ static int wait_for_grant(struct waiter *w)
 
 /* ---- entry ------------------------------------------------------------ */
 
+/*
+ * POSIX: only a tv_nsec outside [0, 1000 million) makes a deadline invalid.
+ * A negative tv_sec is a time long past (-ETIMEDOUT, as glibc's tst-abstime
+ * checks); the wait backends report it without sleeping (wait.h).
+ */
 static bool timespec_valid(clockid_t clockid, const struct timespec *abstime)
 {
 	return (clockid == CLOCK_MONOTONIC || clockid == CLOCK_REALTIME) &&
-	       abstime && abstime->tv_sec >= 0 && abstime->tv_nsec >= 0 &&
+	       abstime && abstime->tv_nsec >= 0 &&
 	       abstime->tv_nsec < 1000000000L;
 }
+
+/*
+ * Also what a tree in shared memory used by two processes looks like: the
+ * other process's fast holder, materialised here, is read at an address of
+ * this process (often this very request's stack slot, after fork()).
+ * Telling the two apart would cost a syscall on the hot path: name both.
+ */
+#define ALREADY_IN_TREE "request is already in a tree (locked twice? or is " \
+	"the tree used from another process? trees are private to one process)"
 
 /*
  * The start of every lock call: check the arguments, try the fast path
@@ -675,7 +927,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 {
 	check_args(call, tree, lock);
 	if (is_linked(lock))
-		die(call, lock, "request is already in a tree (locked twice?)");
+		die(call, lock, ALREADY_IN_TREE);
 	lock->rb_parent_flags = reader ? RL_READER : 0;
 	lock->owner_tid = rl_thread_id();
 	if (fast_path_allowed(tree) &&
@@ -685,7 +937,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 	tree_lock(tree);
 	if (is_linked(lock)) { /* it was fast held: materialised just now */
 		tree_unlock(tree);
-		die(call, lock, "request is already in a tree (locked twice?)");
+		die(call, lock, ALREADY_IN_TREE);
 	}
 	return false;
 }
@@ -695,21 +947,40 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 		       int subclass, void *site)
 {
 	struct range_lock_stats *st;
-	uint32_t blockers;
+	struct entry_scan scan;
+	uint32_t blockers = 0;
+	uint64_t seqnum;
 	int r;
 
 	if (enter(call, tree, lock, reader))
 		return 0; /* fast held */
-	blockers = count_blockers(tree, lock, reader, false);
-	if (blockers) {
-		if (w->kind == WAIT_TIMED && !timespec_valid(w->clockid, w->abstime)) {
+	scan_entry(tree, lock, reader, false, &scan);
+	if (scan.blockers) {
+		if (w->kind == WAIT_TIMED && scan.must_wait &&
+		    !timespec_valid(w->clockid, w->abstime)) {
 			tree_unlock(tree);
 			return -EINVAL;
 		}
+		/* Overtaking or not: the same code would deadlock once the
+		 * requests it passes are marked (POLICY rule 8). */
 		if (w->kind != WAIT_TIMED)
 			rl_check_self_deadlock(tree, lock, reader, call);
 	}
-	insert_request(tree, lock, reader, blockers);
+	if (!scan.must_wait) {
+		/* Free, or every conflicting request is an unmarked waiter. */
+		seqnum = scan.blockers ? overtake(tree, lock, reader, &scan)
+				       : tree->seqnum++;
+	} else {
+		blockers = scan.blockers;
+		seqnum = tree->seqnum++;
+	}
+	insert_request(tree, lock, reader, blockers, seqnum);
+	if (blockers && w->kind == WAIT_INTERRUPTIBLE && !tree_is_fifo(tree)) {
+		/* Marked from the start: never overtaken, so it never wakes at
+		 * the hand-off bound or to claim -- instants in which a signal
+		 * handler could run unreported (see the header). */
+		atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
+	}
 	st = tree->stats;
 	if (st) {
 		if (blockers) {
@@ -795,13 +1066,21 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 
 	if (enter(call, tree, lock, reader))
 		return 1; /* fast held */
+	struct entry_scan scan;
+
 	st = tree->stats;
-	busy = count_blockers(tree, lock, reader, true) != 0;
+	/* Granted exactly when a lock call would be held at once (POLICY
+	 * rule 3): in a FIFO tree when nothing conflicts, in the default
+	 * policy also by overtaking unmarked waiters. */
+	scan_entry(tree, lock, reader, tree_is_fifo(tree), &scan);
+	busy = scan.must_wait;
 	if (busy) {
 		if (st)
 			STAT_ADD(st, trylock_failed, 1);
 	} else {
-		insert_request(tree, lock, reader, 0);
+		insert_request(tree, lock, reader, 0,
+			       scan.blockers ? overtake(tree, lock, reader, &scan)
+					     : tree->seqnum++);
 		if (st)
 			stat_granted(st, reader, false);
 	}
@@ -832,7 +1111,7 @@ static void check_held(const char *call, struct range_lock_tree *tree,
 		tree_unlock(tree);
 		die(call, lock, "request is not in this tree (not locked?)");
 	}
-	if (atomic_load_explicit(wait_word(lock), memory_order_relaxed) >> 1) {
+	if (atomic_load_explicit(wait_word(lock), memory_order_relaxed) != 0) {
 		tree_unlock(tree);
 		die(call, lock, "request is still waiting, not held");
 	}
@@ -968,7 +1247,7 @@ static void stats_recount(struct range_lock_tree *tree, struct range_lock_stats 
 
 	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
 		if (atomic_load_explicit(wait_word((struct range_lock *)n),
-					 memory_order_relaxed) >> 1)
+					 memory_order_relaxed) != 0)
 			waiting++;
 		else
 			held++;
@@ -1058,11 +1337,12 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
 		word = atomic_load_explicit(wait_word((struct range_lock *)n),
 					    memory_order_relaxed);
-		fprintf(out, "  [%llu, %llu] %s %s seq=%llu blocking=%u tid=%u\n",
+		fprintf(out, "  [%llu, %llu] %s %s seq=%llu blocking=%u tid=%u%s\n",
 			(unsigned long long)n->start, (unsigned long long)n->last,
 			is_reader(n) ? "read " : "write",
-			(word >> 1) ? "waiting" : "held   ",
-			(unsigned long long)n->seqnum, word >> 1, n->owner_tid);
+			word == 0 ? "held    " : word == ELIGIBLE ? "eligible" : "waiting ",
+			(unsigned long long)n->seqnum, blockers_of(word), n->owner_tid,
+			(word & HANDOFF) ? " handoff" : "");
 	}
 	tree_unlock(tree);
 	pthread_setcancelstate(oldstate, NULL);

@@ -11,7 +11,9 @@
  *   -EINTR     a signal handler ran (always reported, with or without
  *              SA_RESTART, when RL_WAIT_INTERRUPTIBLE is set; may also be
  *              returned without it, and then means "look again");
- *   -ETIMEDOUT @abstime (on @clockid) has passed.
+ *   -ETIMEDOUT @abstime (on @clockid) has passed; a deadline with a
+ *              negative tv_sec has always passed (at once, without sleeping:
+ *              the kernel rejects it with EINVAL).
  * The backend gives no memory ordering: callers read the word with acquire
  * order and writers change it with release order before they wake.
  *

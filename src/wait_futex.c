@@ -37,6 +37,8 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	int synthetic = 0, err;
 	long r;
 
+	if (abstime && abstime->tv_sec < 0)
+		return -ETIMEDOUT; /* before the epoch: past (futex says EINVAL) */
 	if (!abstime && (flags & RL_WAIT_INTERRUPTIBLE)) {
 		rl_far_deadline(&far);
 		abstime = &far;

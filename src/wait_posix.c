@@ -187,6 +187,8 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	struct timespec far, converted, *deadline = NULL;
 	int err, oldstate;
 
+	if (abstime && abstime->tv_sec < 0)
+		return -ETIMEDOUT; /* before the epoch: past, whatever the clock */
 	if (!thread_sem_ready) {
 		sem_init(&thread_sem, 0, 0);
 		thread_sem_ready = true;

@@ -5,18 +5,33 @@
  * A range lock protects one resource (a file's bytes, an address space, a key
  * space) as a line of units 0 .. UINT64_MAX.  A thread locks only the closed
  * range [start, last] it works on: requests whose ranges intersect and where
- * at least one is a writer conflict and are granted one after the other in
- * arrival order; readers share; ranges that do not intersect never wait for
- * each other.
+ * at least one is a writer conflict and are granted one after the other;
+ * readers share; ranges that do not intersect never wait for each other.
  *
  * The design is the Linux kernel's "range reader/writer lock" (Bueso 2017,
  * after Jan Kara): every request, held or waiting, sits in an interval tree;
- * a request counts on entry the conflicting requests already in the tree that
+ * a request counts on entry the conflicting requests ahead of it that
  * intersect it (its blocking count) and owns its range when that count falls
- * to zero.  Unlock removes the request and decrements the later conflicting
- * requests that counted it.  There is no lock stealing, so writers cannot
- * starve: a reader that arrives behind a waiting writer on the same units
- * waits behind it.
+ * to zero.  Unlock removes the request and decrements the conflicting
+ * requests behind it that counted it.
+ *
+ * Policies: who goes first among conflicting requests.
+ *  - Default, "eventual fairness" (as Linux rwsem, Rust parking_lot):
+ *    a request whose conflicting requests on its range are all WAITING may
+ *    overtake them and take its range at once, so a running thread never
+ *    waits for a sleeping one to be scheduled; and a range that falls free
+ *    while its next waiter sleeps is offered to whoever claims it first.
+ *    Overtaking is bounded: a waiter that has waited longer than the
+ *    hand-off bound (about 2 ms) can no longer be overtaken by anything
+ *    that conflicts with it, and gets its range as soon as the requests
+ *    ahead of it are gone.  Readers behind a waiting writer may pass it
+ *    only until then, so neither readers nor writers starve.
+ *  - FIFO (DEFINE_RANGE_LOCK_TREE_FIFO, range_lock_tree_set_fifo()): the
+ *    kernel patch's semantics exactly: conflicting requests are granted in
+ *    arrival order, no stealing, a reader that arrives behind a waiting
+ *    writer on the same units waits behind it.  Choose it when arrival order
+ *    matters more than throughput with more threads than CPUs (the default
+ *    policy is several times faster there: README, "Performance").
  *
  * Two objects:
  *  - struct range_lock_tree: the lock of the whole resource (64 bytes);
@@ -47,6 +62,39 @@
  *  - Signals: the plain lock calls never return early; a handler that runs
  *    while they wait does not disturb them.  None of the calls is
  *    async-signal-safe.
+ *  - Self-deadlock: a thread that holds a range and asks the same tree for
+ *    an intersecting range that conflicts with it (a write under its own
+ *    hold, a read under its own write hold) waits for itself: the plain
+ *    calls hang, _interruptible and _killable wait until a signal or a
+ *    cancellation, _timedlock until its deadline (-ETIMEDOUT); trylock
+ *    returns 0.  No call returns -EDEADLK (glibc's pthread_rwlock_t does,
+ *    at once, for its own writer): a hold is not tied to a thread, so only
+ *    the checking mode can tell.
+ *  - Recursive reads: a thread that reads a range and asks again to read
+ *    an intersecting one (through a second request) deadlocks when a
+ *    conflicting writer waits on units of both:
+ *      FIFO tree (range_lock_tree_set_fifo()): the second read waits behind
+ *      the waiting writer, which waits for the first read: a deadlock
+ *      whenever a writer arrives in between.
+ *      Default policy: the second read may overtake the waiting writer while
+ *      the writer is unmarked; once the writer has waited longer than the
+ *      hand-off bound (about 2 ms) it can no longer be overtaken, so the
+ *      same code deadlocks intermittently, under load.
+ *    So never take a recursive read while a writer may wait on that range:
+ *    take one request for both ranges, or reuse the first hold.
+ *  - The checking mode (RANGELOCK_CHECKS, on in Debug builds) reports both
+ *    at the call, in both policies: a plain, _interruptible or _killable
+ *    lock call that would wait for a conflicting range its own thread holds,
+ *    or a read that would wait behind, or overtake, a writer that waits for
+ *    its thread's own read hold, prints "self-deadlock: ..." on stderr and
+ *    aborts.  trylock and _timedlock are not checked: they fail as usual.
+ *  - Processes: a tree serves the threads of one process.  In shared memory
+ *    (MAP_SHARED) two processes corrupt it: requests are addresses in their
+ *    own process; expect a hang or the abort "request is already in a tree
+ *    (locked twice? or is the tree used from another process? ...)".  To
+ *    share ranges between processes, bind each process's tree to the same
+ *    file with range_lock_tree_set_file(): the ranges it grants are then
+ *    also OFD locks on the file's bytes, which other processes respect.
  *  - fork(): as for pthread locks, a child process may use a tree only if no
  *    other thread of the parent held or waited on it at the time of the fork
  *    (its requests would stay in the child's tree forever).  fork-then-exec
@@ -89,7 +137,7 @@ struct range_lock {
 	uint64_t start;               /* first unit */
 	uint64_t last;                /* last unit (inclusive) */
 	uint64_t subtree_last;        /* largest @last in this subtree */
-	uint64_t seqnum;              /* arrival order in the tree */
+	uint64_t seqnum;              /* precedence order in the tree */
 	uint32_t wait_word;           /* blocking count << 1 | sleeping (futex) */
 	uint32_t owner_tid;           /* thread that made the request */
 };
@@ -148,10 +196,12 @@ struct range_lock_tree {
 RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
 
 /**
- * range_lock_tree_set_fifo() - choose the tree's policy.
+ * range_lock_tree_set_fifo() - choose the tree's policy (see Policies above).
  * @tree: the tree; it must be empty (no request held or waiting).
- * @fifo: nonzero for strict FIFO (the kernel patch's semantics), 0 for the
- *        default policy.
+ * @fifo: nonzero for strict FIFO (the kernel patch's semantics, arrival
+ *        order among conflicting requests), 0 for the default policy
+ *        (eventual fairness: bounded overtaking).  range_lock_tree_init()
+ *        and RANGE_LOCK_TREE_INITIALIZER() give the default policy.
  *
  * Return: 0, or -EBUSY if the tree is not empty (nothing is changed).
  */
@@ -186,7 +236,8 @@ RANGELOCK_API void range_lock_init_full(struct range_lock *lock);
  * @tree: the tree.
  * @lock: a request prepared by range_lock_init() and in no tree.
  *
- * Returns once no earlier writer request on an intersecting range remains.
+ * Returns once no writer request ahead of this one on an intersecting range
+ * remains (FIFO tree: no earlier one; default policy: see Policies above).
  * Readers share units with readers.  Not interrupted by signals.  Not a
  * cancellation point.
  */
@@ -195,8 +246,8 @@ RANGELOCK_API void range_read_lock(struct range_lock_tree *tree,
 /**
  * range_write_lock() - lock [start, last] for writing; wait as long as needed.
  *
- * Returns once no earlier request of either mode on an intersecting range
- * remains.  Otherwise as range_read_lock().
+ * Returns once no request of either mode ahead of this one on an
+ * intersecting range remains.  Otherwise as range_read_lock().
  */
 RANGELOCK_API void range_write_lock(struct range_lock_tree *tree,
 				    struct range_lock *lock);
@@ -210,7 +261,11 @@ RANGELOCK_API void range_write_lock(struct range_lock_tree *tree,
  * runs in the instants the call is awake -- taking the internal lock,
  * announcing its sleep -- is not reported, as with sem_wait()).  After -EINTR
  * the request is out of the tree and the later requests it delayed go on.
- * A request granted at the same moment as the signal is kept: 0.
+ * A request granted at the same moment as the signal is kept: 0.  In the
+ * default policy an interruptible waiter is never overtaken (as if it had
+ * reached the hand-off bound at once): an overtaken waiter wakes up to mark
+ * itself or to claim its range, and a handler that ran in such an instant
+ * would go unreported.
  */
 RANGELOCK_API int range_read_lock_interruptible(struct range_lock_tree *tree,
 						struct range_lock *lock);
@@ -249,17 +304,21 @@ RANGELOCK_API int range_write_lock_killable(struct range_lock_tree *tree,
 /**
  * range_read_trylock() - lock for reading only if that needs no wait.
  *
- * Return: 1 when acquired; 0 when any intersecting writer request is held or
- * waiting (a waiting writer counts: no stealing).  On 0 nothing is left in
- * the tree.
+ * Succeeds exactly when range_read_lock() called at that moment would
+ * return without waiting.  FIFO tree: when no intersecting writer request
+ * is held or waiting (a waiting writer counts: no stealing).  Default
+ * policy: also when every intersecting writer request waits and none has
+ * reached the hand-off bound (the trylock then overtakes them).
+ *
+ * Return: 1 when acquired, 0 otherwise.  On 0 nothing is left in the tree.
  */
 RANGELOCK_API int range_read_trylock(struct range_lock_tree *tree,
 				     struct range_lock *lock);
 /**
  * range_write_trylock() - lock for writing only if that needs no wait.
  *
- * Return: 1 when acquired; 0 when any intersecting request is held or
- * waiting.  On 0 nothing is left in the tree.
+ * As range_read_trylock(), with every intersecting request conflicting.
+ * Return: 1 when acquired, 0 otherwise.  On 0 nothing is left in the tree.
  */
 RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
 				      struct range_lock *lock);
@@ -275,7 +334,10 @@ RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
  *
  * Return: 0 when the range is held; -ETIMEDOUT when the deadline passed first
  * (the request is then out of the tree); -EINVAL for another clock, a NULL
- * @abstime, or tv_nsec outside [0, 999999999], or a negative tv_sec.
+ * @abstime, or when "the abs_timeout nanoseconds value is less than zero or
+ * greater than or equal to 1000 million" (POSIX's words: the only invalid
+ * timespecs).  A negative tv_sec is valid: a deadline that has passed, so
+ * -ETIMEDOUT when the call would have to wait (as glibc).
  */
 RANGELOCK_API int range_read_timedlock(struct range_lock_tree *tree,
 				       struct range_lock *lock,

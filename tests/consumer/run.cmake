@@ -35,6 +35,12 @@ run(${CMAKE_COMMAND} -S ${SRC}/tests/consumer/find_package -B ${WORK}/fp
 run(${CMAKE_COMMAND} --build ${WORK}/fp)
 run(${WORK}/fp/consumer)
 message(STATUS "find_package: ${last_output}")
+if(EXISTS ${WORK}/fp/consumer_cxx)
+  run(${WORK}/fp/consumer_cxx)
+  message(STATUS "find_package, C++: ${last_output}")
+else()
+  message(STATUS "find_package, C++: SKIPPED (no C++ compiler)")
+endif()
 
 # 3. pkg-config (the .pc keeps the configure-time prefix: redefine it)
 set(ENV{PKG_CONFIG_PATH} "${pcdir}")
@@ -53,6 +59,14 @@ endif()
 run(${CC} ${SRC}/tests/consumer/consumer.c -o ${WORK}/pc_consumer ${flags})
 run(${WORK}/pc_consumer)
 message(STATUS "pkg-config: ${last_output}")
+find_program(CXX NAMES c++ g++ clang++)
+if(CXX)
+  run(${CXX} -std=c++17 ${SRC}/tests/consumer/consumer.cpp -o ${WORK}/pc_consumer_cxx ${flags})
+  run(${WORK}/pc_consumer_cxx)
+  message(STATUS "pkg-config, C++: ${last_output}")
+else()
+  message(STATUS "pkg-config, C++: SKIPPED (no C++ compiler)")
+endif()
 
 # 4. add_subdirectory
 run(${CMAKE_COMMAND} -S ${SRC}/tests/consumer/subdir -B ${WORK}/sub
@@ -60,6 +74,10 @@ run(${CMAKE_COMMAND} -S ${SRC}/tests/consumer/subdir -B ${WORK}/sub
 run(${CMAKE_COMMAND} --build ${WORK}/sub -j2)
 run(${WORK}/sub/consumer)
 message(STATUS "add_subdirectory: ${last_output}")
+if(EXISTS ${WORK}/sub/consumer_cxx)
+  run(${WORK}/sub/consumer_cxx)
+  message(STATUS "add_subdirectory, C++: ${last_output}")
+endif()
 
 # 5. a static consumer really contains no reference to the shared object
 if(NOT shared)

@@ -31,7 +31,10 @@
  *    acquisitions, nothing held or waiting).
  *  - starvation: a reader or writer thread that never acquired anything in
  *    the run is a STARVATION failure; Max/Min far apart is flagged "???"
- *    (locktorture's mark) and a STARVATION? warning.
+ *    (locktorture's mark) and a STARVATION? warning.  With --max-wait-ms, a
+ *    writer's lock call that waited longer than that before it got its
+ *    range is a STARVATION failure too (the default policy's hand-off bound
+ *    plus scheduling slack: overtaking must stay bounded).
  *  - hangs: the watchdog (its own thread) declares a HANG when no lock call
  *    completed for --watchdog seconds while the threads ran, when one thread
  *    sat in one lock call, one hold or one pause that long, or when the run
@@ -110,6 +113,8 @@ static struct options {
 	uint64_t seed;
 	enum inject inject;
 	bool verbose;
+	bool fifo;                 /* --policy=fifo: a strict-FIFO tree */
+	unsigned max_wait_ms;      /* a writer waiting longer fails; 0: off */
 } opt = {
 	.type = T_RANGE,
 	.readers = -1,
@@ -298,6 +303,7 @@ struct slot {
 	_Atomic uint64_t cancels_sent_here;
 	_Atomic uint64_t downgrades, long_holds;
 	_Atomic uint64_t by_call[NR_CALLS];
+	_Atomic uint64_t max_wait_ns;  /* longest lock call that got its range */
 };
 
 static struct slot *slots;
@@ -812,7 +818,7 @@ static void inject_hang(struct slot *s)
 static void one_op(struct slot *s, struct rng *r)
 {
 	struct range_lock rl;
-	uint64_t a, b, start, last;
+	uint64_t a, b, start, last, t0;
 	bool writer = s->writer;
 	enum outcome out;
 	enum call c;
@@ -824,7 +830,11 @@ static void one_op(struct slot *s, struct rng *r)
 	SET(s->cur_last, last);
 	SET(s->call, c);
 	set_state(s, S_LOCKING);
+	t0 = now_ns();
 	out = do_lock(s, r, &rl, writer, c);
+	t0 = now_ns() - t0;
+	if (out == GOT && t0 > GET(s->max_wait_ns))
+		SET(s->max_wait_ns, t0);
 	INC(s->by_call[c]);
 	INC(s->progress);
 	switch (out) {
@@ -1374,6 +1384,8 @@ static void usage(FILE *f)
 "                      unlocks; the watchdog must fire), leak (a request is\n"
 "                      never unlocked; range_lock_tree_destroy must fail)\n"
 "  --verbose           per-thread counters at the end\n"
+"  --policy=P          default (eventual fairness) or fifo (strict arrival order)\n"
+"  --max-wait-ms=N     fail if a writer waits longer than N ms for its range\n"
 "  --help\n");
 }
 
@@ -1453,7 +1465,7 @@ static void parse_options(int argc, char **argv)
 		O_MAXLEN, O_FULL, O_LONG, O_LONGUS, O_HOLDUS, O_EMPTY, O_CALLS,
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT,
-		O_VERBOSE, O_HELP,
+		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT,
 	};
 	static const struct option longopts[] = {
 		{ "type", required_argument, 0, O_TYPE },
@@ -1483,6 +1495,8 @@ static void parse_options(int argc, char **argv)
 		{ "seed", required_argument, 0, O_SEED },
 		{ "inject", required_argument, 0, O_INJECT },
 		{ "verbose", no_argument, 0, O_VERBOSE },
+		{ "policy", required_argument, 0, O_POLICY },
+		{ "max-wait-ms", required_argument, 0, O_MAXWAIT },
 		{ "help", no_argument, 0, O_HELP },
 		{ 0, 0, 0, 0 },
 	};
@@ -1611,6 +1625,17 @@ static void parse_options(int argc, char **argv)
 		case O_VERBOSE:
 			opt.verbose = true;
 			break;
+		case O_POLICY:
+			if (!strcmp(optarg, "fifo"))
+				opt.fifo = true;
+			else if (strcmp(optarg, "default"))
+				bad_option(name, optarg);
+			break;
+		case O_MAXWAIT:
+			if (!parse_u64(optarg, &v) || v > UINT32_MAX)
+				bad_option(name, optarg);
+			opt.max_wait_ms = (unsigned)v;
+			break;
 		case O_HELP:
 		case 'h':
 			usage(stdout);
@@ -1729,9 +1754,18 @@ static void print_calls(void)
 static void check_starvation(bool writer, double secs)
 {
 	struct mode_sum m = sum_mode(writer);
+	uint64_t longest = 0;
 
 	if (!m.threads)
 		return;
+	for (int i = 0; i < nr_slots; i++)
+		if (slots[i].writer == writer && GET(slots[i].max_wait_ns) > longest)
+			longest = GET(slots[i].max_wait_ns);
+	printf("%s: longest wait for a range: %.3f ms\n", writer ? "Writes" : "Reads",
+	       longest / 1e6);
+	if (writer && opt.max_wait_ms && longest > opt.max_wait_ms * 1000000ull)
+		error("STARVATION: a writer waited %.3f ms for its range (--max-wait-ms=%u)",
+		      longest / 1e6, opt.max_wait_ms);
 	/* Zero in a run of a second or more while another thread of the
 	 * same kind got the lock at least 100 times: starved. */
 	if (m.min == 0 && secs >= 1.0 && m.max >= 100) {
@@ -1788,6 +1822,8 @@ int main(int argc, char **argv)
 
 	if (type_is_range()) {
 		range_lock_tree_init(&tree);
+		if (opt.fifo)
+			range_lock_tree_set_fifo(&tree, 1);
 		rc = range_lock_tree_enable_stats(&tree, &tree_stats);
 		if (rc) {
 			fprintf(stderr, "rangelock-torture: range_lock_tree_enable_stats: %d\n", rc);

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rangelock-bench: the command line.  Defaults first, then --quick and
+ * --targets adjust them, then explicit options win.
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <getopt.h>
+#include <unistd.h>
+
+struct options opt;
+int ncpus;
+
+const char *const wl_name[WL_COUNT] = { "read", "write", "mixed" };
+const char *const wl_title[WL_COUNT] = { "read-only", "write-only", "mixed" };
+const char *const rg_name[RG_COUNT] = { "full", "random", "disjoint" };
+const char *const rg_title[RG_COUNT] = {
+	"full range", "random ranges", "disjoint ranges"
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: rangelock-bench [options]\n"
+"  --quick              smoke run, a few seconds (ctest's bench_quick)\n"
+"  --targets            only the performance issues' scenarios, with\n"
+"                       'scenario | librangelock | baseline | ratio |\n"
+"                       target | met?' tables (issue 7: 2 threads vs\n"
+"                       pthread_rwlock; issue 12: threads outnumber CPUs,\n"
+"                       vs pthread_mutex)\n"
+"  --reps N             repetitions per measurement (default 5; --targets 15)\n"
+"  --duration-ms N      length of one throughput run (default 200; --targets 250)\n"
+"  --threads LIST       thread counts, e.g. 1,2,4,8 (default 1, 2, 4, ... up to\n"
+"                       4x the online CPUs, and the CPU count and its doubles)\n"
+"  --work-in-ns N       busy work inside the critical section (default 1000)\n"
+"  --work-out-ns N      busy work between critical sections (default 1000)\n"
+"  --pool N             random ranges lie in [0, N] (default 4096)\n"
+"  --locks LIST         of range,rwlock,rwlock-wp,mutex,ofd,nolock (default all;\n"
+"                       pthread_rwlock is always run: it is the baseline)\n"
+"  --policy P           librangelock's tree policy: default, fifo or both\n"
+"                       (default both: rows 'range' and 'range-fifo')\n"
+"  --workloads LIST     of read,write,mixed (default all)\n"
+"  --ranges LIST        of full,random,disjoint (default all)\n"
+"  --sections LIST      of uncontended,held,throughput,file,stats (default all)\n"
+"  --file-dir DIR       where the file scenario's temporary file goes\n"
+"                       (default $TMPDIR or /tmp)\n"
+"  --csv[=FILE]         CSV of every result (to stdout instead of the table,\n"
+"                       or to FILE besides it)\n"
+"  --json[=FILE]        the same as JSON\n"
+"  --no-progress        no progress line on stderr\n"
+"  --help\n");
+}
+
+bool in_list(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	const char *p = list;
+
+	while (p && *p) {
+		if (!strncmp(p, word, n) && (p[n] == ',' || p[n] == 0))
+			return true;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+int range_kinds(enum lock_kind *k)
+{
+	int n = 0;
+
+	if (opt.locks[LK_RANGE])
+		k[n++] = LK_RANGE;
+	if (opt.locks[LK_RANGE_FIFO])
+		k[n++] = LK_RANGE_FIFO;
+	return n;
+}
+
+static uint64_t parse_u64(const char *s, const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-') {
+		fprintf(stderr, "rangelock-bench: bad %s: %s\n", what, s);
+		exit(2);
+	}
+	return v;
+}
+
+static void parse_threads(const char *s)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+
+	opt.nthreads_list = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t t = parse_u64(tok, "thread count");
+		if (t < 1 || t > MAX_THREADS || opt.nthreads_list == MAX_THREADS) {
+			fprintf(stderr, "rangelock-bench: thread count out of range: %s\n", tok);
+			exit(2);
+		}
+		opt.threads[opt.nthreads_list++] = (int)t;
+	}
+	free(copy);
+	if (!opt.nthreads_list) {
+		fprintf(stderr, "rangelock-bench: empty thread list\n");
+		exit(2);
+	}
+}
+
+static void add_thread_count(int t)
+{
+	int i;
+
+	if (t < 1 || t > MAX_THREADS)
+		return;
+	for (i = 0; i < opt.nthreads_list; i++)
+		if (opt.threads[i] == t)
+			return;
+	/* keep the list sorted */
+	for (i = opt.nthreads_list; i > 0 && opt.threads[i - 1] > t; i--)
+		opt.threads[i] = opt.threads[i - 1];
+	opt.threads[i] = t;
+	opt.nthreads_list++;
+}
+
+/* 1, 2, 4, ... up to 4x the CPUs, and the CPU count, 2x and 4x it: from
+ * one thread to threads outnumbering the CPUs four to one. */
+static void default_threads(void)
+{
+	opt.nthreads_list = 0;
+	for (int t = 1; t <= 4 * ncpus; t *= 2)
+		add_thread_count(t);
+	add_thread_count(ncpus);
+	add_thread_count(2 * ncpus);
+	add_thread_count(4 * ncpus);
+}
+
+void parse_options(int argc, char **argv)
+{
+	enum { O_QUICK = 256, O_TARGETS, O_REPS, O_DUR, O_THREADS, O_WIN, O_WOUT, O_POOL,
+	       O_LOCKS, O_POLICY, O_WL, O_RG, O_SECT, O_FDIR, O_CSV, O_JSON, O_NOPROG,
+	       O_HELP };
+	static const struct option lopts[] = {
+		{ "quick", no_argument, 0, O_QUICK },
+		{ "targets", no_argument, 0, O_TARGETS },
+		{ "reps", required_argument, 0, O_REPS },
+		{ "duration-ms", required_argument, 0, O_DUR },
+		{ "threads", required_argument, 0, O_THREADS },
+		{ "work-in-ns", required_argument, 0, O_WIN },
+		{ "work-out-ns", required_argument, 0, O_WOUT },
+		{ "pool", required_argument, 0, O_POOL },
+		{ "locks", required_argument, 0, O_LOCKS },
+		{ "policy", required_argument, 0, O_POLICY },
+		{ "workloads", required_argument, 0, O_WL },
+		{ "ranges", required_argument, 0, O_RG },
+		{ "sections", required_argument, 0, O_SECT },
+		{ "file-dir", required_argument, 0, O_FDIR },
+		{ "csv", optional_argument, 0, O_CSV },
+		{ "json", optional_argument, 0, O_JSON },
+		{ "no-progress", no_argument, 0, O_NOPROG },
+		{ "help", no_argument, 0, O_HELP },
+		{ 0, 0, 0, 0 }
+	};
+	int reps = -1, c;
+	int64_t dur = -1;
+	const char *threads = NULL, *locks = NULL, *wls = NULL, *rgs = NULL;
+	const char *policy = "both";
+
+	ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpus < 1)
+		ncpus = 1;
+	opt.progress = true;
+	opt.work_in_ns = 1000;
+	opt.work_out_ns = 1000;
+	opt.pool = 4096;
+	opt.file_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (c) {
+		case O_QUICK: opt.quick = true; break;
+		case O_TARGETS: opt.targets = true; break;
+		case O_REPS: reps = (int)parse_u64(optarg, "--reps"); break;
+		case O_DUR: dur = (int64_t)parse_u64(optarg, "--duration-ms"); break;
+		case O_THREADS: threads = optarg; break;
+		case O_WIN: opt.work_in_ns = parse_u64(optarg, "--work-in-ns"); break;
+		case O_WOUT: opt.work_out_ns = parse_u64(optarg, "--work-out-ns"); break;
+		case O_POOL: opt.pool = parse_u64(optarg, "--pool"); break;
+		case O_LOCKS: locks = optarg; break;
+		case O_POLICY: policy = optarg; break;
+		case O_WL: wls = optarg; break;
+		case O_RG: rgs = optarg; break;
+		case O_SECT: opt.sections = optarg; break;
+		case O_FDIR: opt.file_dir = optarg; break;
+		case O_CSV: opt.csv = true; opt.csv_path = optarg ? optarg : "-"; break;
+		case O_JSON: opt.json = true; opt.json_path = optarg ? optarg : "-"; break;
+		case O_NOPROG: opt.progress = false; break;
+		case O_HELP: case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		exit(2);
+	}
+	if (opt.csv && opt.json && !strcmp(opt.csv_path, "-") && !strcmp(opt.json_path, "-")) {
+		fprintf(stderr, "rangelock-bench: --csv and --json cannot both go to stdout\n");
+		exit(2);
+	}
+	if (opt.pool < 1 || opt.pool > (1u << 24)) {
+		fprintf(stderr, "rangelock-bench: --pool must be in [1, 16777216]\n");
+		exit(2);
+	}
+	if (strcmp(policy, "default") && strcmp(policy, "fifo") && strcmp(policy, "both")) {
+		fprintf(stderr, "rangelock-bench: --policy must be default, fifo or both\n");
+		exit(2);
+	}
+
+	/* Defaults, then --quick, then explicit options. */
+	opt.reps = opt.targets ? 15 : 5;
+	opt.duration_ms = opt.targets ? 250 : 200;
+	opt.uncont_iters = 2000000;
+	opt.held_iters = 200000;
+	opt.held_max = 100000;
+	opt.file_chunk = 64 * 1024;
+	opt.file_chunks = 64;
+	opt.file_pieces = 4;
+	default_threads();
+	if (opt.quick) {
+		opt.reps = 2;
+		opt.duration_ms = opt.targets ? 20 : 10;
+		opt.uncont_iters = 100000;
+		/* Small: checking builds (Debug, sanitizer CI) verify the whole
+		 * tree on every call, so this section is O(n) per call there. */
+		opt.held_iters = 5000;
+		opt.held_max = 1000;
+		/* 1 thread, and 4: two threads of a kind to compare, more
+		 * threads than 2 CPUs.  No more: the run count sets the time. */
+		opt.nthreads_list = 0;
+		opt.threads[opt.nthreads_list++] = 1;
+		opt.threads[opt.nthreads_list++] = 4;
+		opt.file_chunk = 16 * 1024;
+	}
+	if (opt.targets)
+		opt.held_max = 100000; /* the 100k row must exist */
+	if (reps >= 0) {
+		if (reps < 1 || reps > MAX_REPS) {
+			fprintf(stderr, "rangelock-bench: --reps must be in [1, %d]\n", MAX_REPS);
+			exit(2);
+		}
+		opt.reps = reps;
+	}
+	if (dur >= 0) {
+		if (dur < 1) {
+			fprintf(stderr, "rangelock-bench: --duration-ms must be >= 1\n");
+			exit(2);
+		}
+		opt.duration_ms = (uint64_t)dur;
+	}
+	if (threads)
+		parse_threads(threads);
+	for (int t = 0; t < opt.nthreads_list; t++)
+		if ((uint64_t)opt.threads[t] > opt.pool + 1) {
+			fprintf(stderr, "rangelock-bench: %d threads need --pool >= %d for "
+				"disjoint ranges\n", opt.threads[t], opt.threads[t] - 1);
+			exit(2);
+		}
+	for (int k = 0; k < LK_COUNT; k++)
+		opt.locks[k] = !locks || in_list(locks, lk_short[k]) || in_list(locks, lk_name[k]);
+	/* "range" in --locks means librangelock in the policies of --policy. */
+	if (opt.locks[LK_RANGE] || opt.locks[LK_RANGE_FIFO]) {
+		bool both = !strcmp(policy, "both");
+
+		opt.locks[LK_RANGE] = both || !strcmp(policy, "default");
+		opt.locks[LK_RANGE_FIFO] = both || !strcmp(policy, "fifo");
+	}
+	opt.locks[LK_RW] = true;
+	if (!HAVE_RWLOCK_PREFER_WRITER)
+		opt.locks[LK_RWW] = false;  /* no such rwlock kind here */
+	for (int w = 0; w < WL_COUNT; w++)
+		opt.wl[w] = !wls || in_list(wls, wl_name[w]);
+	for (int r = 0; r < RG_COUNT; r++)
+		opt.rg[r] = !rgs || in_list(rgs, rg_name[r]);
+}

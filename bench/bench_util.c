@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rangelock-bench helpers: lock sets, clocks and busy work, run-queue wait,
+ * statistics of samples, single-wait histograms, the progress line.
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <stdarg.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- lock types -------------------------------------------------------- */
+
+const char *const lk_name[LK_COUNT] = {
+	"librangelock", "pthread_rwlock", "pthread_rwlock_wp",
+	"pthread_mutex", "ofd_lock", "none", "librangelock_fifo",
+};
+/* Short names for the seed-shaped table ("rwsem-2thr", "range-2thr"). */
+const char *const lk_short[LK_COUNT] = {
+	"range", "rwlock", "rwlock-wp", "mutex", "ofd", "nolock", "range-fifo",
+};
+
+const char *lk_policy(enum lock_kind k)
+{
+	return k == LK_RANGE ? "default" : k == LK_RANGE_FIFO ? "fifo" : "";
+}
+
+struct lockset *lockset_new(enum lock_kind kind)
+{
+	struct lockset *ls = aligned_alloc(CACHELINE, sizeof(*ls));
+	pthread_rwlockattr_t attr;
+
+	if (!ls) {
+		perror("aligned_alloc");
+		exit(2);
+	}
+	memset(ls, 0, sizeof(*ls));
+	range_lock_tree_init(&ls->tree);
+	if (range_lock_tree_set_fifo(&ls->tree, kind == LK_RANGE_FIFO) != 0) {
+		fprintf(stderr, "rangelock-bench: range_lock_tree_set_fifo failed\n");
+		exit(2);
+	}
+	pthread_rwlockattr_init(&attr);
+#if HAVE_RWLOCK_PREFER_WRITER
+	if (kind == LK_RWW)
+		pthread_rwlockattr_setkind_np(&attr,
+				PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+	pthread_rwlock_init(&ls->rw, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	pthread_mutex_init(&ls->mtx, NULL);
+	return ls;
+}
+
+void lockset_free(struct lockset *ls)
+{
+	if (range_lock_tree_destroy(&ls->tree) != 0) {
+		fprintf(stderr, "rangelock-bench: tree not empty at the end of a run\n");
+		exit(2);
+	}
+	pthread_rwlock_destroy(&ls->rw);
+	pthread_mutex_destroy(&ls->mtx);
+	free(ls);
+}
+
+/* ---- time, work -------------------------------------------------------- */
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+double ticks_per_ns = 1.0;
+
+/* Not inlined: every caller runs the same code. */
+__attribute__((noinline)) uint64_t work_from(uint64_t t0, uint64_t nticks)
+{
+	uint64_t end = t0 + nticks, t;
+
+	while ((t = ticks()) < end)
+		__asm__ __volatile__("" ::: "memory");
+	return t;
+}
+
+void calibrate_work(void)
+{
+	double r[3];
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t t0 = now_ns(), k0 = ticks();
+		sleep_ns(20000000);
+		uint64_t t1 = now_ns(), k1 = ticks();
+		r[i] = (double)(k1 - k0) / (double)(t1 - t0);
+	}
+	ticks_per_ns = median_of(r, 3);
+	if (!(ticks_per_ns > 0))
+		ticks_per_ns = 1.0;
+}
+
+uint64_t ns_to_ticks(uint64_t ns)
+{
+	return (uint64_t)((double)ns * ticks_per_ns + 0.5);
+}
+
+/*
+ * Interference from the rest of the machine: the time this thread spent
+ * runnable but waiting for a CPU (second field of schedstat, ns).  Reported
+ * beside the results as a share of the thread's time in the run, so a noisy
+ * repetition shows as such.  0 where schedstat is missing.
+ */
+uint64_t runq_wait_ns(void)
+{
+	unsigned long long run, wait;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "%llu %llu", &run, &wait);
+	fclose(f);
+	return n == 2 ? (uint64_t)wait : 0;
+}
+
+/* ---- single-wait histograms -------------------------------------------- */
+
+void hist_merge(struct wait_hist *into, const struct wait_hist *h)
+{
+	into->n += h->n;
+	if (h->max > into->max)
+		into->max = h->max;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		into->b[i] += h->b[i];
+}
+
+/* The largest value that falls into bucket @i. */
+static uint64_t bucket_top(unsigned i)
+{
+	unsigned shift;
+
+	if (i < HIST_SUB)
+		return i;
+	shift = i / HIST_SUB - 1;
+	return (((uint64_t)(HIST_SUB + i % HIST_SUB) << shift) - 1) + ((uint64_t)1 << shift);
+}
+
+uint64_t hist_quantile(const struct wait_hist *h, double q)
+{
+	uint64_t rank, seen = 0;
+
+	if (!h->n)
+		return 0;
+	rank = (uint64_t)ceil(q * (double)h->n);
+	if (rank < 1)
+		rank = 1;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		seen += h->b[i];
+		if (seen >= rank) {
+			uint64_t top = bucket_top(i);
+			return top < h->max ? top : h->max;
+		}
+	}
+	return h->max;
+}
+
+/* ---- statistics of samples --------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double median_of(const double *v, int n)
+{
+	double s[2 * MAX_REPS];
+
+	if (n <= 0)
+		return NAN;
+	memcpy(s, v, (size_t)n * sizeof(double));
+	qsort(s, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+int median_index(const double *v, int n)
+{
+	int best = 0;
+
+	for (int i = 0; i < n; i++) {
+		int below = 0, above = 0;
+
+		for (int j = 0; j < n; j++) {
+			if (v[j] < v[i])
+				below++;
+			else if (v[j] > v[i])
+				above++;
+		}
+		if (below <= (n - 1) / 2 && above <= n / 2) {
+			best = i;
+			break;
+		}
+	}
+	return best;
+}
+
+double mean_of(const double *v, int n)
+{
+	double sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += v[i];
+	return n ? sum / n : NAN;
+}
+
+double stddev_of(const double *v, int n)
+{
+	double m = mean_of(v, n), ss = 0;
+
+	if (n < 2)
+		return 0;
+	for (int i = 0; i < n; i++)
+		ss += (v[i] - m) * (v[i] - m);
+	return sqrt(ss / (n - 1));
+}
+
+double min_of(const double *v, int n)
+{
+	double m = INFINITY;
+
+	for (int i = 0; i < n; i++)
+		if (v[i] < m)
+			m = v[i];
+	return m;
+}
+
+double max_of(const double *v, int n)
+{
+	double m = -INFINITY;
+
+	for (int i = 0; i < n; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
+/* ---- progress ---------------------------------------------------------- */
+
+long progress_total;
+static long progress_done;
+static bool progress_tty;
+static uint64_t progress_t0, progress_last;
+
+void progress_start(void)
+{
+	progress_tty = isatty(STDERR_FILENO);
+	progress_t0 = now_ns();
+}
+
+void progress(const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+	uint64_t t = now_ns();
+	double pct, elapsed, eta;
+
+	progress_done++;
+	if (!opt.progress)
+		return;
+	if (!progress_tty && t - progress_last < 2000000000ull &&
+	    progress_done != progress_total)
+		return;
+	progress_last = t;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	pct = progress_total ? 100.0 * (double)progress_done / (double)progress_total : 0;
+	elapsed = (double)(t - progress_t0) / 1e9;
+	eta = progress_done ? elapsed * (double)(progress_total - progress_done) /
+				      (double)progress_done : 0;
+	fprintf(stderr, "%s[%3.0f%% %4.0fs eta %4.0fs] %-70.70s%s",
+		progress_tty ? "\r" : "", pct, elapsed, eta, what,
+		progress_tty ? "" : "\n");
+	fflush(stderr);
+}
+
+void progress_end(void)
+{
+	if (opt.progress && progress_tty)
+		fprintf(stderr, "\r%*s\r", 110, "");
+}

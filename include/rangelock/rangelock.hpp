@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: MIT
+//
+// librangelock for C++17: header-only wrappers over <rangelock/rangelock.h>.
+//
+//   rangelock::tree         the lock of one resource (owns a range_lock_tree)
+//   rangelock::range        one request for [start, last] of a tree; shaped
+//                           like std::shared_timed_mutex, so std::unique_lock
+//                           (write), std::shared_lock (read), std::scoped_lock
+//                           and std::lock work with it
+//   rangelock::write_hold   movable RAII write hold on a range (as
+//                           std::unique_lock), with downgrade() to a read_hold
+//   rangelock::read_hold    movable RAII read hold on a range (as
+//                           std::shared_lock)
+//
+//     rangelock::tree file_lock;
+//     void write_extent(uint64_t off, uint64_t len) {
+//         rangelock::range r(file_lock, off, off + len - 1);
+//         std::unique_lock hold(r);          // or rangelock::write_hold
+//         ...
+//     }
+//
+// A range IS the request of the C API (struct range_lock): its address is in
+// the tree while it is held, so a range can be neither copied nor moved, and
+// one range is used by one thread at a time (make one per thread and call,
+// usually on the stack, as in C).  The holds refer to a range, as
+// std::unique_lock refers to its mutex, so they move freely; the range must
+// outlive them.
+//
+// Requirements met: range is Lockable and TimedLockable for writing
+// (lock, try_lock, try_lock_for, try_lock_until, unlock) and SharedLockable
+// and SharedTimedLockable for reading (the same with _shared).  write_hold
+// and read_hold are Lockable and TimedLockable in their own mode, as
+// std::unique_lock and std::shared_lock are.
+//
+// Timed calls: a steady_clock deadline is a CLOCK_MONOTONIC one and a
+// system_clock deadline a CLOCK_REALTIME one (range_*_timedlock()); any
+// other clock is waited for on steady_clock and checked on its own clock
+// afterwards, as the standard's timed mutexes do.  A free range is taken
+// even when the deadline has passed.
+//
+// No exceptions: every call is noexcept.  Misuse that the C calls abort on
+// (unlocking a range not held, the wrong mode, locking a range twice) aborts
+// here too, with the C library's message; so do misuses the C++ layer sees
+// (a start after last, destroying a held range or a busy tree, locking
+// through a hold without a range or that already owns it).  The semantics
+// are the C calls': no stealing in a FIFO tree, self-deadlock and recursive
+// reads as described in <rangelock/rangelock.h>.
+#ifndef RANGELOCK_RANGELOCK_HPP
+#define RANGELOCK_RANGELOCK_HPP
+
+#include <rangelock/rangelock.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <limits>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+namespace rangelock {
+
+namespace detail {
+
+[[noreturn]] inline void die(const char *call, const char *why) noexcept
+{
+	std::fprintf(stderr, "librangelock: %s: %s\n", call, why);
+	std::fflush(stderr);
+	std::abort();
+}
+
+// A duration since a clock's epoch as a timespec: tv_nsec in [0, 1e9) also
+// before the epoch (a negative tv_sec is a deadline that has passed), and
+// far deadlines clamped instead of overflowing.
+template <class Rep, class Period>
+inline timespec to_timespec(const std::chrono::duration<Rep, Period> &d) noexcept
+{
+	using namespace std::chrono;
+	constexpr double limit = 1e15; // seconds; ~31 million years
+	const double s = duration<double>(d).count();
+	timespec ts{};
+
+	if (!(s < limit) || !(s > -limit)) {
+		ts.tv_sec = s > 0 ? std::numeric_limits<time_t>::max()
+				  : std::numeric_limits<time_t>::min();
+		return ts;
+	}
+	const seconds sec = floor<seconds>(d);
+	const long long ns = duration_cast<nanoseconds>(d - sec).count();
+	if (sec.count() > static_cast<long long>(std::numeric_limits<time_t>::max())) {
+		ts.tv_sec = std::numeric_limits<time_t>::max();
+		return ts;
+	}
+	if (sec.count() < static_cast<long long>(std::numeric_limits<time_t>::min())) {
+		ts.tv_sec = std::numeric_limits<time_t>::min();
+		return ts;
+	}
+	ts.tv_sec = static_cast<time_t>(sec.count());
+	ts.tv_nsec = static_cast<long>(ns);
+	return ts;
+}
+
+// A relative timeout clamped to ~31 years, so now() + it cannot overflow.
+template <class Rep, class Period>
+inline std::chrono::steady_clock::time_point
+deadline_after(const std::chrono::duration<Rep, Period> &rel) noexcept
+{
+	using namespace std::chrono;
+	constexpr double cap = 1e9; // seconds
+	const auto now = steady_clock::now();
+
+	if (!(duration<double>(rel).count() < cap))
+		return now + duration_cast<steady_clock::duration>(seconds(1000000000));
+	return now + ceil<steady_clock::duration>(rel);
+}
+
+} // namespace detail
+
+/// The lock of one resource: an initialised struct range_lock_tree.
+class tree {
+public:
+	/// Tag: a strict-FIFO tree (range_lock_tree_set_fifo()).
+	struct fifo_t {
+		explicit fifo_t() = default;
+	};
+
+	tree() noexcept { range_lock_tree_init(&t_); }
+	explicit tree(fifo_t) noexcept
+	{
+		range_lock_tree_init(&t_);
+		(void)range_lock_tree_set_fifo(&t_, 1); // empty: cannot fail
+	}
+	/// Aborts if a range is still held or waiting (range_lock_tree_destroy()).
+	~tree()
+	{
+		if (range_lock_tree_destroy(&t_) != 0)
+			detail::die("rangelock::tree::~tree",
+				    "tree destroyed while a range is held or waiting");
+	}
+	tree(const tree &) = delete;
+	tree &operator=(const tree &) = delete;
+
+	range_lock_tree *native_handle() noexcept { return &t_; }
+
+private:
+	range_lock_tree t_;
+};
+
+/// The tag value for tree(fifo).
+inline constexpr tree::fifo_t fifo{};
+
+/// One request for [start, last] of a tree; see the top of this file.
+class range {
+public:
+	/// [start, last] of @t (inclusive); aborts if start > last.
+	range(range_lock_tree &t, std::uint64_t start, std::uint64_t last) noexcept
+		: tree_(&t)
+	{
+		if (range_lock_init(&lock_, start, last) != 0)
+			detail::die("rangelock::range", "start > last");
+	}
+	range(tree &t, std::uint64_t start, std::uint64_t last) noexcept
+		: range(*t.native_handle(), start, last)
+	{
+	}
+	/// The whole resource, [0, RANGE_LOCK_FULL].
+	explicit range(range_lock_tree &t) noexcept : tree_(&t)
+	{
+		range_lock_init_full(&lock_);
+	}
+	explicit range(tree &t) noexcept : range(*t.native_handle()) {}
+
+	/// Aborts if the range is still held through this object's calls.
+	~range()
+	{
+		if (mode_ != mode::none)
+			detail::die("rangelock::range::~range",
+				    "range destroyed while held");
+	}
+	range(const range &) = delete;
+	range &operator=(const range &) = delete;
+
+	// Lockable, TimedLockable: the write side.
+	void lock() noexcept
+	{
+		range_write_lock(tree_, &lock_);
+		mode_ = mode::write;
+	}
+	bool try_lock() noexcept { return held_if(range_write_trylock(tree_, &lock_) == 1, mode::write); }
+	template <class Rep, class Period>
+	bool try_lock_for(const std::chrono::duration<Rep, Period> &rel) noexcept
+	{
+		return try_lock_until(detail::deadline_after(rel));
+	}
+	template <class Clock, class Duration>
+	bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t) noexcept
+	{
+		return timed(range_write_timedlock, t, mode::write);
+	}
+	void unlock() noexcept
+	{
+		range_write_unlock(tree_, &lock_); // aborts unless write-held
+		mode_ = mode::none;
+	}
+
+	// SharedLockable, SharedTimedLockable: the read side.
+	void lock_shared() noexcept
+	{
+		range_read_lock(tree_, &lock_);
+		mode_ = mode::read;
+	}
+	bool try_lock_shared() noexcept { return held_if(range_read_trylock(tree_, &lock_) == 1, mode::read); }
+	template <class Rep, class Period>
+	bool try_lock_shared_for(const std::chrono::duration<Rep, Period> &rel) noexcept
+	{
+		return try_lock_shared_until(detail::deadline_after(rel));
+	}
+	template <class Clock, class Duration>
+	bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration> &t) noexcept
+	{
+		return timed(range_read_timedlock, t, mode::read);
+	}
+	void unlock_shared() noexcept
+	{
+		range_read_unlock(tree_, &lock_); // aborts unless read-held
+		mode_ = mode::none;
+	}
+
+	/// A write hold becomes a read hold atomically (range_downgrade_write());
+	/// release it with unlock_shared().
+	void downgrade() noexcept
+	{
+		range_downgrade_write(tree_, &lock_); // aborts unless write-held
+		mode_ = mode::read;
+	}
+
+	std::uint64_t start() const noexcept { return lock_.start; }
+	std::uint64_t last() const noexcept { return lock_.last; }
+	/// For the C calls without a C++ form (_interruptible, _killable,
+	/// _nested); the destructor's check does not see holds taken there.
+	range_lock *native_handle() noexcept { return &lock_; }
+	range_lock_tree *tree_handle() noexcept { return tree_; }
+
+private:
+	enum class mode { none, read, write };
+	using timed_call = int (*)(range_lock_tree *, range_lock *, clockid_t,
+				   const timespec *);
+
+	bool held_if(bool got, mode m) noexcept
+	{
+		if (got)
+			mode_ = m;
+		return got;
+	}
+
+	bool timed_on(timed_call call, clockid_t clk, const timespec &ts, mode m) noexcept
+	{
+		const int r = call(tree_, &lock_, clk, &ts);
+
+		if (r != 0 && r != -ETIMEDOUT)
+			detail::die("rangelock::range::try_lock_until",
+				    "unexpected error from range_*_timedlock");
+		return held_if(r == 0, m);
+	}
+
+	template <class Clock, class Duration>
+	bool timed(timed_call call, const std::chrono::time_point<Clock, Duration> &t,
+		   mode m) noexcept
+	{
+		using namespace std::chrono;
+		if constexpr (std::is_same_v<Clock, steady_clock>) {
+			return timed_on(call, CLOCK_MONOTONIC,
+					detail::to_timespec(t.time_since_epoch()), m);
+		} else if constexpr (std::is_same_v<Clock, system_clock>) {
+			return timed_on(call, CLOCK_REALTIME,
+					detail::to_timespec(t.time_since_epoch()), m);
+		} else {
+			// Another clock: wait on steady_clock, believe only @Clock.
+			for (;;) {
+				const auto left = t - Clock::now();
+				const auto until = steady_clock::now() +
+					ceil<steady_clock::duration>(
+						left > decltype(left)::zero()
+							? left : decltype(left)::zero());
+				if (timed_on(call, CLOCK_MONOTONIC,
+					     detail::to_timespec(until.time_since_epoch()), m))
+					return true;
+				if (Clock::now() >= t)
+					return false;
+			}
+		}
+	}
+
+	range_lock_tree *tree_;
+	range_lock lock_;
+	mode mode_ = mode::none;
+};
+
+class read_hold;
+
+namespace detail {
+
+// What write_hold and read_hold share: a range pointer and whether it is held.
+template <class Self>
+class hold_base {
+public:
+	hold_base() noexcept = default;
+	hold_base(const hold_base &) = delete;
+	hold_base &operator=(const hold_base &) = delete;
+
+	bool owns_lock() const noexcept { return owns_; }
+	explicit operator bool() const noexcept { return owns_; }
+	/// The range, or nullptr.
+	range *get_range() const noexcept { return r_; }
+	/// Forget the range without unlocking it; returns it.
+	range *release() noexcept
+	{
+		range *r = r_;
+		r_ = nullptr;
+		owns_ = false;
+		return r;
+	}
+	void swap(Self &o) noexcept
+	{
+		std::swap(r_, o.r_);
+		std::swap(owns_, o.owns_);
+	}
+
+protected:
+	hold_base(range *r, bool owns) noexcept : r_(r), owns_(owns) {}
+	hold_base(hold_base &&o) noexcept : r_(o.r_), owns_(o.owns_)
+	{
+		o.r_ = nullptr;
+		o.owns_ = false;
+	}
+	void take(hold_base &&o) noexcept
+	{
+		r_ = o.r_;
+		owns_ = o.owns_;
+		o.r_ = nullptr;
+		o.owns_ = false;
+	}
+	void can_lock(const char *call) const noexcept
+	{
+		if (!r_)
+			die(call, "hold without a range");
+		if (owns_)
+			die(call, "hold already owns its range");
+	}
+	void can_unlock(const char *call) const noexcept
+	{
+		if (!owns_)
+			die(call, "hold does not own a range");
+	}
+
+	range *r_ = nullptr;
+	bool owns_ = false;
+};
+
+} // namespace detail
+
+/// A movable RAII write hold on a range: std::unique_lock<range>, plus
+/// downgrade().  The destructor unlocks a range it owns.
+class write_hold : public detail::hold_base<write_hold> {
+public:
+	write_hold() noexcept = default;
+	explicit write_hold(range &r) noexcept : hold_base(&r, false) { lock(); }
+	write_hold(range &r, std::defer_lock_t) noexcept : hold_base(&r, false) {}
+	write_hold(range &r, std::try_to_lock_t) noexcept : hold_base(&r, false) { try_lock(); }
+	write_hold(range &r, std::adopt_lock_t) noexcept : hold_base(&r, true) {}
+	template <class Rep, class Period>
+	write_hold(range &r, const std::chrono::duration<Rep, Period> &rel) noexcept
+		: hold_base(&r, false)
+	{
+		try_lock_for(rel);
+	}
+	template <class Clock, class Duration>
+	write_hold(range &r, const std::chrono::time_point<Clock, Duration> &t) noexcept
+		: hold_base(&r, false)
+	{
+		try_lock_until(t);
+	}
+	write_hold(write_hold &&o) noexcept : hold_base(std::move(o)) {}
+	write_hold &operator=(write_hold &&o) noexcept
+	{
+		if (this != &o) {
+			if (owns_)
+				r_->unlock();
+			take(std::move(o));
+		}
+		return *this;
+	}
+	~write_hold()
+	{
+		if (owns_)
+			r_->unlock();
+	}
+
+	void lock() noexcept
+	{
+		can_lock("rangelock::write_hold::lock");
+		r_->lock();
+		owns_ = true;
+	}
+	bool try_lock() noexcept
+	{
+		can_lock("rangelock::write_hold::try_lock");
+		return owns_ = r_->try_lock();
+	}
+	template <class Rep, class Period>
+	bool try_lock_for(const std::chrono::duration<Rep, Period> &rel) noexcept
+	{
+		can_lock("rangelock::write_hold::try_lock_for");
+		return owns_ = r_->try_lock_for(rel);
+	}
+	template <class Clock, class Duration>
+	bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t) noexcept
+	{
+		can_lock("rangelock::write_hold::try_lock_until");
+		return owns_ = r_->try_lock_until(t);
+	}
+	void unlock() noexcept
+	{
+		can_unlock("rangelock::write_hold::unlock");
+		r_->unlock();
+		owns_ = false;
+	}
+
+	/// The write hold becomes a read hold atomically; this hold is empty
+	/// afterwards.
+	read_hold downgrade() noexcept;
+};
+
+/// A movable RAII read hold on a range: std::shared_lock<range>, whose
+/// lock/try_lock/unlock take and release the range for reading.
+class read_hold : public detail::hold_base<read_hold> {
+public:
+	read_hold() noexcept = default;
+	explicit read_hold(range &r) noexcept : hold_base(&r, false) { lock(); }
+	read_hold(range &r, std::defer_lock_t) noexcept : hold_base(&r, false) {}
+	read_hold(range &r, std::try_to_lock_t) noexcept : hold_base(&r, false) { try_lock(); }
+	read_hold(range &r, std::adopt_lock_t) noexcept : hold_base(&r, true) {}
+	template <class Rep, class Period>
+	read_hold(range &r, const std::chrono::duration<Rep, Period> &rel) noexcept
+		: hold_base(&r, false)
+	{
+		try_lock_for(rel);
+	}
+	template <class Clock, class Duration>
+	read_hold(range &r, const std::chrono::time_point<Clock, Duration> &t) noexcept
+		: hold_base(&r, false)
+	{
+		try_lock_until(t);
+	}
+	read_hold(read_hold &&o) noexcept : hold_base(std::move(o)) {}
+	read_hold &operator=(read_hold &&o) noexcept
+	{
+		if (this != &o) {
+			if (owns_)
+				r_->unlock_shared();
+			take(std::move(o));
+		}
+		return *this;
+	}
+	~read_hold()
+	{
+		if (owns_)
+			r_->unlock_shared();
+	}
+
+	void lock() noexcept
+	{
+		can_lock("rangelock::read_hold::lock");
+		r_->lock_shared();
+		owns_ = true;
+	}
+	bool try_lock() noexcept
+	{
+		can_lock("rangelock::read_hold::try_lock");
+		return owns_ = r_->try_lock_shared();
+	}
+	template <class Rep, class Period>
+	bool try_lock_for(const std::chrono::duration<Rep, Period> &rel) noexcept
+	{
+		can_lock("rangelock::read_hold::try_lock_for");
+		return owns_ = r_->try_lock_shared_for(rel);
+	}
+	template <class Clock, class Duration>
+	bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t) noexcept
+	{
+		can_lock("rangelock::read_hold::try_lock_until");
+		return owns_ = r_->try_lock_shared_until(t);
+	}
+	void unlock() noexcept
+	{
+		can_unlock("rangelock::read_hold::unlock");
+		r_->unlock_shared();
+		owns_ = false;
+	}
+};
+
+inline read_hold write_hold::downgrade() noexcept
+{
+	can_unlock("rangelock::write_hold::downgrade");
+	range &r = *release();
+	r.downgrade();
+	return read_hold(r, std::adopt_lock);
+}
+
+inline void swap(write_hold &a, write_hold &b) noexcept { a.swap(b); }
+inline void swap(read_hold &a, read_hold &b) noexcept { a.swap(b); }
+
+} // namespace rangelock
+
+#endif // RANGELOCK_RANGELOCK_HPP

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: MIT
+//
+// <rangelock/rangelock.hpp>: the standard lock types work with the wrappers,
+// the holds move, the timed forms map onto the C deadlines, exclusion holds
+// under threads, and misuse aborts.  Built by cxx.cmake with g++ and with
+// clang++ at -std=c++17 -Wall -Wextra -Werror.  Threads record, the main
+// thread checks after joining; alarm() is the watchdog.
+#include <rangelock/rangelock.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <shared_mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace std::chrono_literals;
+using rangelock::range;
+using rangelock::read_hold;
+using rangelock::write_hold;
+
+static int failures;
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			std::fprintf(stderr, "%s:%d: CHECK failed: %s\n",      \
+				     __FILE__, __LINE__, #cond);               \
+			failures++;                                            \
+		}                                                              \
+	} while (0)
+
+// ---- the types' shape ----------------------------------------------------
+
+static_assert(!std::is_copy_constructible_v<range> && !std::is_move_constructible_v<range>,
+	      "a range is the request: its address is in the tree");
+static_assert(!std::is_copy_constructible_v<write_hold> && !std::is_copy_assignable_v<write_hold>);
+static_assert(!std::is_copy_constructible_v<read_hold> && !std::is_copy_assignable_v<read_hold>);
+static_assert(std::is_nothrow_move_constructible_v<write_hold> &&
+	      std::is_nothrow_move_assignable_v<write_hold>);
+static_assert(std::is_nothrow_move_constructible_v<read_hold> &&
+	      std::is_nothrow_move_assignable_v<read_hold>);
+static_assert(noexcept(std::declval<range &>().lock()) &&
+	      noexcept(std::declval<range &>().try_lock_for(std::declval<const std::chrono::milliseconds &>())) &&
+	      noexcept(std::declval<range &>().lock_shared()));
+
+// A clock the library does not know: steady_clock moved by an hour.
+struct odd_clock {
+	using duration = std::chrono::nanoseconds;
+	using rep = duration::rep;
+	using period = duration::period;
+	using time_point = std::chrono::time_point<odd_clock>;
+	static constexpr bool is_steady = true;
+	static time_point now() noexcept
+	{
+		return time_point(std::chrono::steady_clock::now().time_since_epoch() + 1h);
+	}
+};
+
+// Is [s, l] of @t free for writing?  (Asked from another thread, so the
+// answer is not about the caller's own holds.)
+static bool write_free(rangelock::tree &t, uint64_t s, uint64_t l)
+{
+	bool got = false;
+	std::thread th([&] {
+		range r(t, s, l);
+		got = r.try_lock();
+		if (got)
+			r.unlock();
+	});
+	th.join();
+	return got;
+}
+
+static bool read_free(rangelock::tree &t, uint64_t s, uint64_t l)
+{
+	bool got = false;
+	std::thread th([&] {
+		range r(t, s, l);
+		got = r.try_lock_shared();
+		if (got)
+			r.unlock_shared();
+	});
+	th.join();
+	return got;
+}
+
+// ---- std::unique_lock, std::shared_lock, std::scoped_lock, std::lock ------
+
+static void test_standard_locks()
+{
+	rangelock::tree t;
+	{
+		range w(t, 0, 9);
+		std::unique_lock<range> lk(w);
+		CHECK(lk.owns_lock());
+		CHECK(!read_free(t, 9, 20));
+		CHECK(!write_free(t, 5, 5));
+		CHECK(write_free(t, 10, 20));
+		lk.unlock();
+		CHECK(write_free(t, 0, 9));
+		CHECK(lk.try_lock_for(10ms));
+	}
+	CHECK(write_free(t, 0, 9));
+	{
+		range r1(t, 0, 9), r2(t, 5, 14);
+		std::shared_lock<range> a(r1), b(r2); // readers share
+		CHECK(a.owns_lock() && b.owns_lock());
+		CHECK(read_free(t, 0, 14));
+		CHECK(!write_free(t, 14, 14));
+	}
+	{
+		rangelock::tree t2(rangelock::fifo);
+		range a(t, 0, 9), b(t2, 0, 9), c(t, 100, 109);
+		std::scoped_lock lk(a, b, c);
+		CHECK(!write_free(t, 0, 0) && !write_free(t2, 9, 9) && !write_free(t, 100, 100));
+		CHECK(write_free(t, 10, 99));
+	}
+	CHECK(write_free(t, 0, RANGE_LOCK_FULL));
+	{
+		range full(t);
+		std::unique_lock<range> lk(full, std::try_to_lock);
+		CHECK(lk.owns_lock());
+		CHECK(!read_free(t, RANGE_LOCK_FULL, RANGE_LOCK_FULL));
+	}
+}
+
+// Two threads take the same two write ranges in opposite orders through
+// std::lock: its lock/try_lock/back-off must never deadlock.
+static void test_std_lock_opposite_orders()
+{
+	rangelock::tree t1, t2;
+	std::atomic<long> in{0}, done{0};
+	bool overlap = false;
+	auto body = [&](bool flip) {
+		for (int i = 0; i < 2000; i++) {
+			range a(t1, 0, 9), b(t2, 0, 9);
+			if (flip)
+				std::lock(b, a);
+			else
+				std::lock(a, b);
+			if (in.fetch_add(1) != 0)
+				overlap = true;
+			in.fetch_sub(1);
+			a.unlock();
+			b.unlock();
+		}
+		done.fetch_add(1);
+	};
+	std::thread x(body, false), y(body, true);
+	x.join();
+	y.join();
+	CHECK(done.load() == 2);
+	CHECK(!overlap);
+}
+
+// ---- the holds --------------------------------------------------------------
+
+static write_hold lock_and_return(range &r)
+{
+	write_hold h(r);
+	return h; // moves
+}
+
+static void test_holds_move()
+{
+	rangelock::tree t;
+	range r(t, 0, 9);
+	{
+		write_hold h = lock_and_return(r);
+		CHECK(h.owns_lock() && h.get_range() == &r);
+		CHECK(!write_free(t, 0, 0));
+		write_hold g(std::move(h));
+		CHECK(!h.owns_lock() && h.get_range() == nullptr);
+		CHECK(g.owns_lock());
+		std::vector<write_hold> v;
+		v.push_back(std::move(g));
+		CHECK(!write_free(t, 9, 9));
+		v.clear(); // the destructor unlocks
+		CHECK(write_free(t, 0, 9));
+	}
+	{
+		range r2(t, 5, 14);
+		write_hold a(r), b(r2, std::defer_lock);
+		CHECK(a && !b);
+		CHECK(!b.try_lock_for(5ms)); // [5, 9] is a's: timed out
+		b = std::move(a);            // b had nothing; now owns r
+		CHECK(b.owns_lock() && b.get_range() == &r);
+		CHECK(!write_free(t, 0, 0));
+		b.unlock();
+		CHECK(write_free(t, 0, 14));
+		read_hold s(r), u(r2); // two read holds share
+		CHECK(s && u);
+		swap(s, u);
+		CHECK(s.get_range() == &r2 && u.get_range() == &r);
+		CHECK(!write_free(t, 14, 14) && read_free(t, 0, 14));
+	}
+	CHECK(write_free(t, 0, 14));
+	// Lockable holds: std::scoped_lock and std::unique_lock over them.
+	{
+		range r2(t, 20, 29);
+		write_hold a(r, std::defer_lock);
+		read_hold b(r2, std::defer_lock);
+		{
+			std::scoped_lock lk(a, b);
+			CHECK(a.owns_lock() && b.owns_lock());
+			CHECK(!write_free(t, 0, 0) && read_free(t, 20, 29) && !write_free(t, 29, 29));
+		}
+		CHECK(!a.owns_lock() && !b.owns_lock());
+		std::unique_lock<read_hold> lk(b, 10ms); // TimedLockable
+		CHECK(lk.owns_lock() && b.owns_lock());
+	}
+	CHECK(write_free(t, 0, 29));
+}
+
+static void test_downgrade()
+{
+	rangelock::tree t;
+	range r(t, 0, 9);
+	write_hold w(r);
+	CHECK(!read_free(t, 5, 5));
+	read_hold rd = w.downgrade();
+	CHECK(!w.owns_lock() && w.get_range() == nullptr);
+	CHECK(rd.owns_lock() && rd.get_range() == &r);
+	CHECK(read_free(t, 5, 5));   // readers get in now
+	CHECK(!write_free(t, 5, 5)); // writers do not
+	rd.unlock();
+	CHECK(write_free(t, 0, 9));
+}
+
+// ---- timed forms ------------------------------------------------------------
+
+static void test_timed()
+{
+	using namespace std::chrono;
+	rangelock::tree t;
+	range held(t, 0, 9), r(t, 5, 5);
+
+	CHECK(r.try_lock_until(steady_clock::now() - 1h)); // free: taken anyway
+	r.unlock();
+	CHECK(r.try_lock_shared_until(system_clock::time_point(-2s))); // before the epoch
+	r.unlock_shared();
+	held.lock();
+	const auto t0 = steady_clock::now();
+	CHECK(!r.try_lock_for(30ms));
+	CHECK(steady_clock::now() - t0 >= 30ms);
+	CHECK(!r.try_lock_shared_until(system_clock::now() + 20ms));
+	CHECK(!r.try_lock_until(odd_clock::now() + 20ms));
+	// Deadlines that passed, before the epoch, at the far ends: no -EINVAL,
+	// no overflow.
+	CHECK(!r.try_lock_until(system_clock::time_point(-2s)));
+	CHECK(!r.try_lock_shared_until(steady_clock::time_point::min()));
+	CHECK(!r.try_lock_for(-1s));
+	CHECK(!r.try_lock_until(time_point<system_clock, hours>(hours(-1))));
+	CHECK(steady_clock::now() - t0 < 5s);
+	// Granted while waiting on a far deadline.
+	std::atomic<bool> got{false};
+	std::thread th([&] {
+		range q(t, 0, 0);
+		got = q.try_lock_until(steady_clock::time_point::max());
+		if (got)
+			q.unlock();
+	});
+	std::this_thread::sleep_for(20ms);
+	held.unlock();
+	th.join();
+	CHECK(got);
+}
+
+// ---- exclusion under threads ------------------------------------------------
+
+static void test_exclusion_stress()
+{
+	constexpr int units = 32, threads = 4, iters = 20000;
+	static std::atomic<int> writers[units], readers[units];
+	rangelock::tree t;
+	std::atomic<long> violations{0};
+	std::vector<std::thread> ths;
+
+	for (int i = 0; i < threads; i++) {
+		ths.emplace_back([&, i] {
+			std::minstd_rand rnd(1234 + i);
+			for (int k = 0; k < iters; k++) {
+				uint64_t s = rnd() % units, l = s + rnd() % 4;
+				if (l >= units)
+					l = units - 1;
+				range r(t, s, l);
+				if (rnd() % 3 == 0) {
+					std::unique_lock<range> lk(r);
+					for (uint64_t u = s; u <= l; u++)
+						if (writers[u].fetch_add(1) || readers[u].load())
+							violations++;
+					for (uint64_t u = s; u <= l; u++)
+						writers[u].fetch_sub(1);
+				} else {
+					std::shared_lock<range> lk(r);
+					for (uint64_t u = s; u <= l; u++) {
+						readers[u].fetch_add(1);
+						if (writers[u].load())
+							violations++;
+					}
+					for (uint64_t u = s; u <= l; u++)
+						readers[u].fetch_sub(1);
+				}
+			}
+		});
+	}
+	for (auto &th : ths)
+		th.join();
+	CHECK(violations.load() == 0);
+}
+
+// ---- misuse aborts, with a message ------------------------------------------
+
+static bool aborts_with(void (*fn)(), const char *needle)
+{
+	int fds[2];
+	char out[1024] = {0};
+	int status = 0;
+	ssize_t n, got = 0;
+
+	if (pipe(fds) != 0)
+		return false;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		alarm(10);
+		fn();
+		_exit(0);
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], out + got, sizeof(out) - 1 - got)) > 0)
+		got += n;
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	if (!std::strstr(out, needle))
+		std::fprintf(stderr, "stderr was '%s', wanted '%s'\n", out, needle);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && std::strstr(out, needle);
+}
+
+static void destroy_held_range()
+{
+	static rangelock::tree t;
+	range r(t, 3, 7);
+	r.lock();
+}
+
+static void unlock_wrong_mode()
+{
+	static rangelock::tree t;
+	range r(t, 3, 7);
+	r.lock_shared();
+	r.unlock();
+}
+
+static void hold_locked_twice()
+{
+	static rangelock::tree t;
+	range r(t, 3, 7);
+	write_hold h(r);
+	h.lock();
+}
+
+static void range_backwards()
+{
+	static rangelock::tree t;
+	range r(t, 7, 3);
+}
+
+static void test_misuse()
+{
+	CHECK(aborts_with(destroy_held_range, "rangelock::range::~range: range destroyed while held"));
+	CHECK(aborts_with(unlock_wrong_mode, "range_write_unlock([3, 7]): range is held for reading"));
+	CHECK(aborts_with(hold_locked_twice, "rangelock::write_hold::lock: hold already owns its range"));
+	CHECK(aborts_with(range_backwards, "rangelock::range: start > last"));
+}
+
+int main()
+{
+	alarm(120);
+	test_standard_locks();
+	test_std_lock_opposite_orders();
+	test_holds_move();
+	test_downgrade();
+	test_timed();
+	test_exclusion_stress();
+	test_misuse();
+	if (failures) {
+		std::fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	std::printf("rangelock.hpp: all checks passed\n");
+	return 0;
+}
