@@ -127,7 +127,7 @@ static void registry_child(void)
 				       * locks stay, they are the parent's */
 		f->fd = -1;
 	}
-	pthread_mutex_init(&registry_mutex, NULL);
+	pthread_mutex_unlock(&registry_mutex); /* taken by registry_prepare() */
 }
 
 __attribute__((constructor)) static void registry_atfork(void)
@@ -417,6 +417,8 @@ struct attempt {
 	struct range_lock_file *f;
 	uint64_t start, last;
 	bool reader;
+	void (*on_cancel)(void *); /* then: the caller's local unlock */
+	void *arg;
 };
 
 static void check_usable(struct range_lock_file *f, const char *what,
@@ -475,7 +477,10 @@ static void withdraw(struct attempt *a)
 
 static void withdraw_on_cancel(void *arg)
 {
-	withdraw(arg);
+	struct attempt *a = arg;
+
+	withdraw(a);
+	a->on_cancel(a->arg);
 }
 
 static uint64_t ts_ns(const struct timespec *ts)
@@ -542,9 +547,10 @@ static int wait_loop(struct attempt *a, enum rl_file_wait kind, clockid_t clocki
 
 int rl_file_lock(struct range_lock_file *f, uint64_t start, uint64_t last,
 		 bool reader, enum rl_file_wait kind, clockid_t clockid,
-		 const struct timespec *abstime)
+		 const struct timespec *abstime, void (*on_cancel)(void *),
+		 void *arg)
 {
-	struct attempt a = { f, start, last, reader };
+	struct attempt a = { f, start, last, reader, on_cancel, arg };
 	int r;
 
 	check_usable(f, "lock", start, last);

@@ -36,14 +36,16 @@ bool rl_file_range_ok(uint64_t start, uint64_t last);
 /*
  * Hold [start, last] at the second level for a request granted locally.
  * 0 when held; otherwise (-EAGAIN, -EINTR, -ETIMEDOUT, -EINVAL, or
- * cancellation, which runs a cleanup handler first) nothing of the request
- * is left at the second level and the caller must unlock it locally.
+ * cancellation) nothing of the request is left at the second level and the
+ * caller must unlock it locally -- on cancellation through @on_cancel(@arg),
+ * which the cleanup handler calls after withdrawing (KILLABLE only).
  * Unexpected errors of the system (ENOLCK, EIO, a description opened
  * without read or write access for that mode) abort with a message.
  */
 int rl_file_lock(struct range_lock_file *f, uint64_t start, uint64_t last,
 		 bool reader, enum rl_file_wait kind, clockid_t clockid,
-		 const struct timespec *abstime);
+		 const struct timespec *abstime, void (*on_cancel)(void *),
+		 void *arg);
 /* Release a held request's part; aborts when it is not held at this level. */
 void rl_file_unlock(struct range_lock_file *f, uint64_t start, uint64_t last,
 		    bool reader);

@@ -775,14 +775,9 @@ static int file_acquire(const char *call, struct range_lock_tree *tree,
 	struct local_hold h = { call, tree, lock, reader };
 	int r;
 
-	if (kind == RL_FILE_KILLABLE) {
-		pthread_cleanup_push(unlock_local_on_cancel, &h);
-		r = rl_file_lock(f, lock->start, lock->last, reader, kind, 0, NULL);
-		pthread_cleanup_pop(0);
-	} else {
-		r = rl_file_lock(f, lock->start, lock->last, reader, kind,
-				 w ? w->clockid : 0, w ? w->abstime : NULL);
-	}
+	r = rl_file_lock(f, lock->start, lock->last, reader, kind,
+			 w ? w->clockid : 0, w ? w->abstime : NULL,
+			 unlock_local_on_cancel, &h);
 	if (r)
 		unlock_local(call, tree, lock, reader);
 	return r;
