@@ -10,8 +10,9 @@
  *   tree  one bound tree per process: range_write_lock() (local level, then
  *         F_OFD_SETLK for the process) -- no lock caching, so every hold
  *         still costs two fcntl calls.
- * Patterns: "disjoint" (every thread its own chunks: nobody ever conflicts)
- * and "overlap" (all threads of all processes on 4 chunks).  Thread counts
+ * Patterns: "disjoint" (every thread its own chunks: nobody ever conflicts),
+ * "overlap" (all threads of all processes on 4 chunks) and "same" (all on
+ * one chunk).  Thread counts
  * 1, 2, 4 x CPUs in one process, and processes x threads.  Each
  * configuration runs --reps times, interleaved; the median is printed, with
  * the ratio tree/ofd.  At the end of every run each chunk must hold one
@@ -34,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,15 +48,15 @@
 #define HOT 4 /* chunks of the overlapping pattern */
 
 enum kind { K_OFD, K_TREE };
-enum pattern { P_DISJOINT, P_OVERLAP };
+enum pattern { P_DISJOINT, P_OVERLAP, P_SAME, P_COUNT };
 
 static const char *kind_name[] = { "ofd", "tree" };
-static const char *pattern_name[] = { "disjoint", "overlap" };
+static const char *pattern_name[] = { "disjoint", "overlap", "same" };
 
 static struct {
-	int reps, ms;
+	int reps, ms, cost_iters;
 	const char *dir;
-} opt = { 5, 300, "/tmp" };
+} opt = { 5, 300, 200000, "/tmp" };
 
 struct shared {
 	atomic_int go, stop;
@@ -116,7 +118,8 @@ static void *worker_main(void *arg)
 	while (!atomic_load(&sh->go))
 		;
 	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
-		uint64_t c = w->pattern == P_OVERLAP
+		uint64_t c = w->pattern == P_SAME ? 0
+			     : w->pattern == P_OVERLAP
 				     ? rnd(&w->rng) % HOT
 				     : (uint64_t)(w->id * per) + rnd(&w->rng) % (uint64_t)per;
 		off_t off = (off_t)(c * CHUNK);
@@ -199,9 +202,14 @@ static int torn_chunks(int fd)
 	return torn;
 }
 
-/* Writes per second of one run of @procs x @threads. */
-static double run(enum kind kind, enum pattern pattern, int procs, int threads)
+/* Writes per second of one run of @procs x @threads; *cpu_us: CPU time
+ * (user + system, all processes) per write, less sensitive than the
+ * throughput to other load on the machine. */
+static double run(enum kind kind, enum pattern pattern, int procs, int threads,
+		  double *cpu_us)
 {
+	struct rusage ru;
+	double cpu = 0;
 	pid_t pid[16];
 	uint64_t t0, t1;
 	int fd = open(path, O_RDWR | O_TRUNC), status;
@@ -226,15 +234,19 @@ static double run(enum kind kind, enum pattern pattern, int procs, int threads)
 	atomic_store(&sh->stop, 1);
 	t1 = now_ns();
 	for (int p = 0; p < procs; p++)
-		if (waitpid(pid[p], &status, 0) != pid[p] || !WIFEXITED(status) ||
+		if (wait4(pid[p], &status, 0, &ru) != pid[p] || !WIFEXITED(status) ||
 		    WEXITSTATUS(status))
 			die("worker process");
+		else
+			cpu += (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
+			       (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 	if (torn_chunks(fd)) {
 		fprintf(stderr, "rangelock-file-bench: TORN CHUNK (%s, %s)\n",
 			kind_name[kind], pattern_name[pattern]);
 		exit(1);
 	}
 	close(fd);
+	*cpu_us = cpu / (double)(atomic_load(&sh->writes) + 1);
 	return (double)atomic_load(&sh->writes) / ((double)(t1 - t0) / 1e9);
 }
 
@@ -254,7 +266,7 @@ static double median(double *v, int n)
 /* Uncontended costs, in ns per lock/unlock pair. */
 static void syscall_cost(void)
 {
-	const int n = 200000;
+	const int n = opt.cost_iters;
 	struct range_lock_tree plain, bound;
 	struct range_lock r;
 	int fd = open(path, O_RDWR);
@@ -300,6 +312,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--quick")) {
 			opt.reps = 1;
 			opt.ms = 100;
+			opt.cost_iters = 10000;
 		} else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
 			opt.reps = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--ms") && i + 1 < argc) {
@@ -330,20 +343,24 @@ int main(int argc, char **argv)
 	       "(overlap: %d), %d ms x %d reps, medians, file in %s\n",
 	       cpus, CHUNK, PIECES, CHUNKS, HOT, opt.ms, opt.reps, opt.dir);
 	syscall_cost();
-	printf("%-9s %5s %7s %14s %14s %7s\n", "pattern", "procs", "threads",
-	       "ofd writes/s", "tree writes/s", "tree/ofd");
-	for (int p = 0; p < 2; p++) {
+	printf("%-9s %5s %7s %13s %13s %8s %11s %11s %8s\n", "pattern", "procs",
+	       "threads", "ofd writes/s", "tree writes/s", "tree/ofd", "ofd cpu us",
+	       "tree cpu us", "ofd/tree");
+	for (int p = 0; p < P_COUNT; p++) {
 		for (int c = 0; c < ncfg; c++) {
-			double v[2][99];
+			double v[2][99], u[2][99];
 
 			for (int rep = 0; rep < opt.reps; rep++)
 				for (int k = 0; k < 2; k++)
 					v[k][rep] = run((enum kind)k, (enum pattern)p,
-							cfg[c].procs, cfg[c].threads);
+							cfg[c].procs, cfg[c].threads,
+							&u[k][rep]);
 			double o = median(v[K_OFD], opt.reps), t = median(v[K_TREE], opt.reps);
+			double uo = median(u[K_OFD], opt.reps), ut = median(u[K_TREE], opt.reps);
 
-			printf("%-9s %5d %7d %14.0f %14.0f %7.2f\n", pattern_name[p],
-			       cfg[c].procs, cfg[c].threads, o, t, t / o);
+			printf("%-9s %5d %7d %13.0f %13.0f %8.2f %11.1f %11.1f %8.2f\n",
+			       pattern_name[p], cfg[c].procs, cfg[c].threads, o, t, t / o,
+			       uo, ut, uo / ut);
 			fflush(stdout);
 		}
 	}

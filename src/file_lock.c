@@ -19,9 +19,9 @@
  *                               waiting here for other processes) cover it;
  *             held              the mode the kernel holds there for us.
  *           desired(seg) = WRITE if writers, READ if readers, else NONE.
- *   mutex   protects seg[] and orders the system calls on fd.  It is never
- *           held while sleeping, and never together with the tree's
- *           internal lock (which is not held at all here).
+ *   mutex   protects seg[] and orders the lowering system calls on fd.  It
+ *           is never held while sleeping, and never together with the
+ *           tree's internal lock (which is not held at all here).
  *
  * One description's locks merge and split: two local readers of [0, 9] and
  * [5, 14] hold one kernel read lock [0, 14], and F_UNLCK [0, 9] would drop
@@ -33,9 +33,9 @@
  *   - Acquire (rl_file_lock): count the request in, then, while some byte
  *     of its range has held < mode, F_OFD_SETLK(mode) on its WHOLE range.
  *     Locally granted requests are compatible, so desired = mode on that
- *     range: the call sets held = desired there.  It never waits under the
- *     mutex (F_OFD_SETLK does not block); between attempts it sleeps with
- *     bounded back-off outside it.
+ *     range: the call sets held = desired there.  The call runs outside
+ *     the mutex (see try_once()); between attempts the request sleeps
+ *     with bounded back-off, outside it too.
  *   - Release (rl_file_unlock, and a request giving up): count it out, then
  *     lower held to desired, with one F_OFD_SETLK(F_RDLCK or F_UNLCK) per
  *     run of segments.  Lowering never waits for anybody.
@@ -431,36 +431,48 @@ static void check_usable(struct range_lock_file *f, const char *what,
 		die(what, start, last, "range does not fit off_t");
 }
 
-/* One attempt: 1 held, 0 another process holds a conflicting lock. */
+/*
+ * One attempt: 1 held, 0 another process holds a conflicting lock.
+ * The F_OFD_SETLK runs outside the mutex, so that the threads' acquisitions
+ * do not queue behind each other's system calls.  That is safe because
+ * nobody lowers a byte of this range meanwhile: our count is in, so
+ * desired >= mode there, and lowering stops at desired; nobody raises one
+ * above mode either (a local writer would conflict with us).  Calls on
+ * disjoint bytes commute, and two acquirers of the same bytes set the same
+ * mode.  Lowering stays under the mutex: a lowering in flight could
+ * otherwise undo a newcomer's acquisition of the same bytes.
+ */
 static int try_once(struct attempt *a)
 {
 	struct range_lock_file *f = a->f;
 	int mode = a->reader ? READ : WRITE;
 	uint64_t last = file_last(a->last);
-	int r = 1;
+	bool need;
+	int r;
 
 	pthread_mutex_lock(&f->mutex);
-	if (needs(f, a->start, last, mode)) {
-		r = setlk(f, mode, a->start, last);
-		if (r == 0) {
-			size_t end, i = cover(f, a->start, last, &end);
-
-			for (; i < end; i++)
-				f->seg[i].held = mode;
-			tidy(f);
-			r = 1;
-		} else if (r == -EAGAIN || r == -EACCES) {
-			r = 0;
-		} else {
-			pthread_mutex_unlock(&f->mutex);
-			die("lock", a->start, a->last,
-			    r == -EBADF ? (a->reader ? "the file is not open for reading"
-						     : "the file is not open for writing")
-					: strerror(-r));
-		}
-	}
+	need = needs(f, a->start, last, mode);
 	pthread_mutex_unlock(&f->mutex);
-	return r;
+	if (!need)
+		return 1;
+	r = setlk(f, mode, a->start, last);
+	if (r == -EAGAIN || r == -EACCES)
+		return 0;
+	if (r)
+		die("lock", a->start, a->last,
+		    r == -EBADF ? (a->reader ? "the file is not open for reading"
+					     : "the file is not open for writing")
+				: strerror(-r));
+	pthread_mutex_lock(&f->mutex);
+	{
+		size_t end, i = cover(f, a->start, last, &end);
+
+		for (; i < end; i++)
+			f->seg[i].held = mode;
+	}
+	tidy(f);
+	pthread_mutex_unlock(&f->mutex);
+	return 1;
 }
 
 /* Give up: count the request out and lower what only it wanted. */
