@@ -311,7 +311,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			opt.reps = 1;
-			opt.ms = 100;
+			opt.ms = 40;
 			opt.cost_iters = 10000;
 		} else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
 			opt.reps = atoi(argv[++i]);

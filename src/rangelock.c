@@ -824,14 +824,14 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 				 struct range_lock *lock)                        \
 	{                                                                        \
 		struct waiter w = { .kind = WAIT_PLAIN };                        \
-		lock_two_levels("range_" #mode "_lock", tree, lock, reader, &w, 0,   \
+		lock_two_levels("range_" #mode "_lock", tree, lock, reader, &w, 0, \
 			    CALLER);                                             \
 	}                                                                        \
 	void range_##mode##_lock_nested(struct range_lock_tree *tree,            \
 					struct range_lock *lock, int subclass)   \
 	{                                                                        \
 		struct waiter w = { .kind = WAIT_PLAIN };                        \
-		lock_two_levels("range_" #mode "_lock_nested", tree, lock, reader,   \
+		lock_two_levels("range_" #mode "_lock_nested", tree, lock, reader, \
 			    &w, subclass, CALLER);                               \
 	}                                                                        \
 	int range_##mode##_lock_interruptible(struct range_lock_tree *tree,      \
@@ -845,7 +845,7 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 					 struct range_lock *lock)                \
 	{                                                                        \
 		struct waiter w = { .kind = WAIT_KILLABLE };                     \
-		return lock_two_levels("range_" #mode "_lock_killable", tree, lock,  \
+		return lock_two_levels("range_" #mode "_lock_killable", tree, lock, \
 				   reader, &w, 0, CALLER);                       \
 	}                                                                        \
 	int range_##mode##_timedlock(struct range_lock_tree *tree,               \
@@ -855,7 +855,7 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 		struct waiter w = { .kind = WAIT_TIMED,                          \
 				    .clockid = clockid,                          \
 				    .abstime = abstime };                        \
-		return lock_two_levels("range_" #mode "_timedlock", tree, lock,      \
+		return lock_two_levels("range_" #mode "_timedlock", tree, lock, \
 				   reader, &w, 0, CALLER);                       \
 	}
 
