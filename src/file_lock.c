@@ -60,7 +60,9 @@
  *
  * fork(): a child must not share the parent's descriptions (it would be
  * the same owner).  An atfork handler closes every private description in
- * the child and marks its state unusable; the child binds its trees again.
+ * the child and marks its state unusable: a lock call there aborts, an
+ * unlock or downgrade of a range the forking thread held touches nothing
+ * at this level (the OFD lock is the parent's); the child binds again.
  */
 #define _FILE_OFFSET_BITS 64 /* off_t and struct flock of 64 bits everywhere */
 
@@ -594,6 +596,9 @@ int rl_file_lock(struct range_lock_file *f, uint64_t start, uint64_t last,
 void rl_file_unlock(struct range_lock_file *f, uint64_t start, uint64_t last,
 		    bool reader)
 {
+	if (f->fd < 0)
+		return; /* fork child, a range the forking thread held: the OFD
+			 * lock is the parent's, nothing of it is ours */
 	check_usable(f, "unlock", start, last);
 	last = file_last(last);
 	pthread_mutex_lock(&f->mutex);
@@ -608,6 +613,8 @@ void rl_file_unlock(struct range_lock_file *f, uint64_t start, uint64_t last,
 
 void rl_file_downgrade(struct range_lock_file *f, uint64_t start, uint64_t last)
 {
+	if (f->fd < 0)
+		return; /* as in rl_file_unlock() */
 	check_usable(f, "downgrade", start, last);
 	last = file_last(last);
 	pthread_mutex_lock(&f->mutex);

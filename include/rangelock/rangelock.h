@@ -204,8 +204,12 @@ RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fif
  *   - Errors a lock or unlock call cannot report (ENOLCK, EIO, a lock lost
  *     by a network file system's server and reported by fcntl) abort with a
  *     message: never success for a range not locked at the second level.
- *   - fork(): the child's copy of a bound tree is unbound from the file
- *     (its description closed in the child); bind it again in the child.
+ *   - fork(): the child's copy of a bound tree is cut off from the file
+ *     (its description closed in the child): a lock call on it aborts, an
+ *     unlock of a range the forking thread held releases it locally only
+ *     (the OFD lock stays the parent's).  Destroy it and bind a tree again
+ *     in the child.  range_lock_tree_init() on a bound tree, instead of
+ *     range_lock_tree_destroy(), leaks its description.
  *   - Statistics and the dump describe the local level only.
  *
  * Return: 0; -EBUSY if the tree is not empty (nothing changed); -EBADF if

@@ -263,10 +263,16 @@ static void test_fork_child_excludes(void **state)
  * was closed there, and using it aborts with a message. */
 static struct range_lock_tree inherited;
 
+static struct range_lock held_at_fork;
+
 static void child_uses_inherited(void)
 {
 	DEFINE_RANGE_LOCK(r, 0, 9);
 
+	/* The forking thread's hold: released locally, the OFD lock stays
+	 * the parent's. */
+	range_write_unlock(&inherited, &held_at_fork);
+	fprintf(stderr, "unlocked in the child\n");
 	range_write_lock(&inherited, &r);
 }
 
@@ -275,12 +281,22 @@ static void test_fork_inherited_tree_aborts(void **state)
 	struct child_result res;
 
 	(void)state;
+	int o = other_fd();
+
 	bind(&inherited);
+	range_lock_init(&held_at_fork, 100, 199);
+	range_write_lock(&inherited, &held_at_fork);
 	run_child(child_uses_inherited, &res);
 	assert_true(WIFSIGNALED(res.status));
 	assert_int_equal(WTERMSIG(res.status), SIGABRT);
+	assert_non_null(strstr(res.out, "unlocked in the child"));
 	assert_non_null(strstr(res.out, "bind it again in the child"));
+	/* The parent still holds its range at both levels. */
+	assert_int_equal(probe(o, F_RDLCK, 100, 199), F_WRLCK);
+	range_write_unlock(&inherited, &held_at_fork);
+	assert_int_equal(probe(o, F_RDLCK, 100, 199), F_UNLCK);
 	assert_int_equal(range_lock_tree_destroy(&inherited), 0);
+	close(o);
 }
 
 /* ---- misuse ------------------------------------------------------------ */
