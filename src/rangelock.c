@@ -130,6 +130,7 @@
 #include <rangelock/rangelock.h>
 
 #include "checks.h"
+#include "file_lock.h"
 #include "interval_tree.h"
 #include "tree_lock.h"
 #include "wait.h"
@@ -1004,6 +1005,89 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	return 0;
 }
 
+/* ---- the second level: a tree bound to a file (file_lock.c) ----------- */
+
+/*
+ * Hooks at the public-call level only: after a local grant (fast path,
+ * immediate or after a wait) the request takes its OFD lock; if that gives
+ * up it is unlocked locally, so nothing stays locked at either level.  The
+ * fast path stays on: it is a local grant like any other.  tree->file is
+ * written under tree_lock while the tree is empty and read with a relaxed
+ * load: after a grant it is stable until the unlock (set_file and destroy
+ * need an empty tree), and the grant orders the read after the write.
+ */
+static void unlock_local(const char *call, struct range_lock_tree *tree,
+			 struct range_lock *lock, bool reader);
+
+static inline struct range_lock_file *file_of(struct range_lock_tree *tree)
+{
+	return __atomic_load_n(&tree->file, __ATOMIC_RELAXED);
+}
+
+struct local_hold {
+	const char *call;
+	struct range_lock_tree *tree;
+	struct range_lock *lock;
+	bool reader;
+};
+
+static void unlock_local_on_cancel(void *arg)
+{
+	struct local_hold *h = arg;
+
+	unlock_local(h->call, h->tree, h->lock, h->reader);
+}
+
+static int file_acquire(const char *call, struct range_lock_tree *tree,
+			struct range_lock *lock, bool reader, struct waiter *w,
+			enum rl_file_wait kind)
+{
+	struct range_lock_file *f = file_of(tree);
+	struct local_hold h = { call, tree, lock, reader };
+	int r;
+
+	r = rl_file_lock(f, lock->start, lock->last, reader, kind,
+			 w ? w->clockid : 0, w ? w->abstime : NULL,
+			 unlock_local_on_cancel, &h);
+	if (r)
+		unlock_local(call, tree, lock, reader);
+	return r;
+}
+
+/* A bound tree takes only ranges that fit off_t: -EINVAL, or abort for the
+ * calls that cannot return it (the plain calls, trylock). */
+static inline bool file_range_bad(const char *call, struct range_lock_tree *tree,
+				  struct range_lock *lock, bool can_fail)
+{
+	if (!tree || !lock || !file_of(tree) ||
+	    rl_file_range_ok(lock->start, lock->last))
+		return false;
+	if (!can_fail)
+		die(call, lock, "range does not fit off_t (tree bound to a file)");
+	return true;
+}
+
+static inline __attribute__((always_inline)) int
+lock_two_levels(const char *call, struct range_lock_tree *tree,
+		struct range_lock *lock, bool reader, struct waiter *w,
+		int subclass, void *site)
+{
+	static const enum rl_file_wait kinds[] = {
+		[WAIT_PLAIN] = RL_FILE_PLAIN,
+		[WAIT_INTERRUPTIBLE] = RL_FILE_INTERRUPTIBLE,
+		[WAIT_KILLABLE] = RL_FILE_KILLABLE,
+		[WAIT_TIMED] = RL_FILE_TIMED,
+	};
+	int r;
+
+	if (file_range_bad(call, tree, lock, w->kind != WAIT_PLAIN))
+		return -EINVAL;
+	r = lock_common(call, tree, lock, reader, w, subclass, site);
+	if (__builtin_expect(r == 0 && file_of(tree) != NULL, 0))
+		r = file_acquire(call, tree, lock, reader, w, kinds[w->kind]);
+	return r;
+}
+
 #define CALLER __builtin_return_address(0)
 
 #define DEFINE_LOCK_CALLS(mode, reader)                                          \
@@ -1011,28 +1095,28 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 				 struct range_lock *lock)                        \
 	{                                                                        \
 		struct waiter w = { .kind = WAIT_PLAIN };                        \
-		lock_common("range_" #mode "_lock", tree, lock, reader, &w, 0,   \
+		lock_two_levels("range_" #mode "_lock", tree, lock, reader, &w, 0, \
 			    CALLER);                                             \
 	}                                                                        \
 	void range_##mode##_lock_nested(struct range_lock_tree *tree,            \
 					struct range_lock *lock, int subclass)   \
 	{                                                                        \
 		struct waiter w = { .kind = WAIT_PLAIN };                        \
-		lock_common("range_" #mode "_lock_nested", tree, lock, reader,   \
+		lock_two_levels("range_" #mode "_lock_nested", tree, lock, reader, \
 			    &w, subclass, CALLER);                               \
 	}                                                                        \
 	int range_##mode##_lock_interruptible(struct range_lock_tree *tree,      \
 					      struct range_lock *lock)           \
 	{                                                                        \
 		struct waiter w = { .kind = WAIT_INTERRUPTIBLE };                \
-		return lock_common("range_" #mode "_lock_interruptible", tree,   \
+		return lock_two_levels("range_" #mode "_lock_interruptible", tree, \
 				   lock, reader, &w, 0, CALLER);                 \
 	}                                                                        \
 	int range_##mode##_lock_killable(struct range_lock_tree *tree,           \
 					 struct range_lock *lock)                \
 	{                                                                        \
 		struct waiter w = { .kind = WAIT_KILLABLE };                     \
-		return lock_common("range_" #mode "_lock_killable", tree, lock,  \
+		return lock_two_levels("range_" #mode "_lock_killable", tree, lock, \
 				   reader, &w, 0, CALLER);                       \
 	}                                                                        \
 	int range_##mode##_timedlock(struct range_lock_tree *tree,               \
@@ -1042,7 +1126,7 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 		struct waiter w = { .kind = WAIT_TIMED,                          \
 				    .clockid = clockid,                          \
 				    .abstime = abstime };                        \
-		return lock_common("range_" #mode "_timedlock", tree, lock,      \
+		return lock_two_levels("range_" #mode "_timedlock", tree, lock, \
 				   reader, &w, 0, CALLER);                       \
 	}
 
@@ -1054,7 +1138,7 @@ int range_write_lock_killable_nested(struct range_lock_tree *tree,
 {
 	struct waiter w = { .kind = WAIT_KILLABLE };
 
-	return lock_common("range_write_lock_killable_nested", tree, lock,
+	return lock_two_levels("range_write_lock_killable_nested", tree, lock,
 			   false, &w, subclass, CALLER);
 }
 
@@ -1091,14 +1175,28 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 	return 1;
 }
 
+/* trylock across both levels: another process's lock makes it 0 as well. */
+static inline __attribute__((always_inline)) int
+trylock_two_levels(const char *call, struct range_lock_tree *tree,
+		   struct range_lock *lock, bool reader, void *site)
+{
+	file_range_bad(call, tree, lock, false);
+	if (!trylock_common(call, tree, lock, reader, site))
+		return 0;
+	if (__builtin_expect(file_of(tree) != NULL, 0) &&
+	    file_acquire(call, tree, lock, reader, NULL, RL_FILE_TRY))
+		return 0;
+	return 1;
+}
+
 int range_read_trylock(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	return trylock_common("range_read_trylock", tree, lock, true, CALLER);
+	return trylock_two_levels("range_read_trylock", tree, lock, true, CALLER);
 }
 
 int range_write_trylock(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	return trylock_common("range_write_trylock", tree, lock, false, CALLER);
+	return trylock_two_levels("range_write_trylock", tree, lock, false, CALLER);
 }
 
 /* ---- release ---------------------------------------------------------- */
@@ -1143,13 +1241,32 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 	wake_list_flush(&wl);
 }
 
+static void unlock_local(const char *call, struct range_lock_tree *tree,
+			 struct range_lock *lock, bool reader)
+{
+	unlock_common(call, tree, lock, reader);
+}
+
+/* Before the local unlock: the file state lives while the request is in
+ * the tree (set_file and destroy free it only when the tree is empty). */
+static inline void file_release(struct range_lock_tree *tree, struct range_lock *lock,
+				bool reader)
+{
+	struct range_lock_file *f = tree && lock ? file_of(tree) : NULL;
+
+	if (__builtin_expect(f != NULL, 0))
+		rl_file_unlock(f, lock->start, lock->last, reader);
+}
+
 void range_read_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 {
+	file_release(tree, lock, true);
 	unlock_common("range_read_unlock", tree, lock, true);
 }
 
 void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 {
+	file_release(tree, lock, false);
 	unlock_common("range_write_unlock", tree, lock, false);
 }
 
@@ -1159,6 +1276,8 @@ void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock
 	struct range_lock *n;
 
 	check_args("range_downgrade_write", tree, lock);
+	if (file_of(tree)) /* the OFD lock converts first (never waits) */
+		rl_file_downgrade(file_of(tree), lock->start, lock->last);
 	wl.n = 0;
 	tree_lock(tree);
 	check_held("range_downgrade_write", tree, lock, false);
@@ -1204,14 +1323,45 @@ int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo)
 
 int range_lock_tree_destroy(struct range_lock_tree *tree)
 {
+	struct range_lock_file *f = NULL;
 	int busy;
 
 	if (!tree)
 		die("range_lock_tree_destroy", NULL, "NULL tree");
 	tree_lock(tree);
 	busy = tree->root != NULL;
+	if (!busy) { /* a bound tree is unbound: its description closed */
+		f = tree->file;
+		__atomic_store_n(&tree->file, NULL, __ATOMIC_RELAXED);
+	}
 	tree_lock_release(tree_lock_word(tree), busy);
+	if (f)
+		rl_file_free(f);
 	return busy ? -EBUSY : 0;
+}
+
+int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
+{
+	struct range_lock_file *f, *old = NULL;
+	int r;
+
+	if (!tree)
+		die("range_lock_tree_set_file", NULL, "NULL tree");
+	r = rl_file_open(&f, fd); /* system calls: outside tree_lock */
+	if (r)
+		return r;
+	tree_lock(tree);
+	if (tree->root) {
+		tree_unlock(tree);
+		rl_file_free(f);
+		return -EBUSY;
+	}
+	old = tree->file;
+	__atomic_store_n(&tree->file, f, __ATOMIC_RELAXED);
+	tree_unlock(tree);
+	if (old)
+		rl_file_free(old);
+	return 0;
 }
 
 int range_lock_init(struct range_lock *lock, uint64_t start, uint64_t last)

@@ -142,6 +142,8 @@ struct range_lock {
 	uint32_t owner_tid;           /* thread that made the request */
 };
 
+struct range_lock_file; /* private: a tree's second level (file_lock.c) */
+
 /**
  * struct range_lock_tree - the lock protecting one whole resource.
  *
@@ -158,17 +160,20 @@ struct range_lock_tree {
 	uint32_t nr_waiting;          /* of which waiting */
 	uint32_t flags;               /* policy bits, changed only while empty */
 	uint32_t reserved32;          /* zero; for future flags */
-	uint64_t reserved;            /* zero; for a pointer to per-tree state */
+	union {                       /* 8 bytes on every target, so that the */
+		struct range_lock_file *file; /* layout is the same on 32 bits: */
+		uint64_t file_slot_;  /* NULL unless bound to a file */
+	};                            /* (range_lock_tree_set_file()) */
 };
 
 /* The tree's policy flag (struct range_lock_tree.flags): strict FIFO. */
 #define RANGE_LOCK_TREE_FLAG_FIFO 1u
 
 /** RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree (default policy). */
-#define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 } }
 /** RANGE_LOCK_TREE_INITIALIZER_FIFO() - static initialiser of a strict-FIFO tree. */
 #define RANGE_LOCK_TREE_INITIALIZER_FIFO(name) \
-	{ 0, 0, 0, 0, 0, 0, 0, RANGE_LOCK_TREE_FLAG_FIFO, 0, 0 }
+	{ 0, 0, 0, 0, 0, 0, 0, RANGE_LOCK_TREE_FLAG_FIFO, 0, { 0 } }
 /** DEFINE_RANGE_LOCK_TREE() - define and initialise a tree (default policy). */
 #define DEFINE_RANGE_LOCK_TREE(name) \
 	struct range_lock_tree name = RANGE_LOCK_TREE_INITIALIZER(name)
@@ -208,11 +213,69 @@ RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
 RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo);
 
 /**
+ * range_lock_tree_set_file() - bind a tree to a file: every range it grants
+ * is also an OFD lock on the same bytes of the file (see "Across processes
+ * and machines" in the README).
+ * @tree: the tree; it must be empty (no request held or waiting).
+ * @fd:   an open descriptor of a regular file.  The tree reopens the file
+ *        through /proc/self/fd/@fd with @fd's access mode and keeps that
+ *        PRIVATE open file description until range_lock_tree_destroy() (or
+ *        the next range_lock_tree_set_file()): the caller may close @fd at
+ *        once, and the locks are this tree's alone.  Read locks need a
+ *        readable @fd, write locks a writable one (otherwise the lock call
+ *        aborts, as for misuse).
+ *
+ * Afterwards units are bytes, and every lock call returns holding the range
+ * at both levels: locally among this process's threads (first, with the
+ * usual ordering), then as an OFD lock in the same mode (fcntl
+ * F_OFD_SETLK), which other processes -- and other nodes, on a cluster file
+ * system that carries OFD locks -- respect.  Unlock releases it, downgrade
+ * converts it to a read lock.  One OFD lock per byte covers all the tree's
+ * local holders there (the strongest mode), released only when none is
+ * left; nothing is cached after the last local holder unlocks.
+ *   - [start, RANGE_LOCK_FULL] means from @start to the end of the file and
+ *     beyond; other ranges must fit off_t (start and last <= INT64_MAX):
+ *     otherwise the calls that can fail return -EINVAL and the plain calls
+ *     and trylock abort.
+ *   - Waiting for another process polls F_OFD_SETLK with a back-off from
+ *     50 us to 5 ms, outside every internal lock, and keeps each call's
+ *     contract: trylock returns 0 without waiting, _timedlock keeps its
+ *     deadline, _interruptible returns -EINTR when a handler ran while it
+ *     slept, _killable is a cancellation point (and only it); a call that
+ *     gives up leaves nothing locked at either level.  Polling is not fair
+ *     across processes, and the kernel detects no deadlock between OFD
+ *     locks: a cycle across processes waits until a _timedlock gives up.
+ *   - A process that dies loses its OFD locks (the kernel drops them when
+ *     the description closes); what it half-wrote stays half-written.
+ *   - Two trees bound to one file are two owners: they exclude each other
+ *     as two processes do, even within one thread (which then deadlocks
+ *     with itself).  Classic POSIX fcntl locks (F_SETLK) this process takes
+ *     on the file conflict with the tree's OFD locks the same way.
+ *   - Errors a lock or unlock call cannot report (ENOLCK, EIO, a lock lost
+ *     by a network file system's server and reported by fcntl) abort with a
+ *     message: never success for a range not locked at the second level.
+ *   - fork(): the child's copy of a bound tree is cut off from the file
+ *     (its description closed in the child): a lock call on it aborts, an
+ *     unlock of a range the forking thread held releases it locally only
+ *     (the OFD lock stays the parent's).  Destroy it and bind a tree again
+ *     in the child.  range_lock_tree_init() on a bound tree, instead of
+ *     range_lock_tree_destroy(), leaks its description.
+ *   - Statistics and the dump describe the local level only.
+ *
+ * Return: 0; -EBUSY if the tree is not empty (nothing changed); -EBADF if
+ * @fd is not an open descriptor (or an O_PATH one); -EINVAL if it is not a
+ * regular file; another negative errno if the reopen fails (-ENOENT when
+ * /proc is not mounted, -EACCES, -EMFILE, -ENOMEM).
+ */
+RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd);
+
+/**
  * range_lock_tree_destroy() - check that a tree is unused before freeing it.
  * @tree: the tree.
  *
  * Return: 0 when no request is held or waiting (the tree may then be freed or
- * re-initialised), -EBUSY otherwise (nothing is changed).
+ * re-initialised; a tree bound to a file is unbound and its private open file
+ * description closed), -EBUSY otherwise (nothing is changed).
  */
 RANGELOCK_API int range_lock_tree_destroy(struct range_lock_tree *tree);
 
