@@ -730,6 +730,28 @@ static void unlock_in_other_tree(void)
 	range_write_unlock(&other, &r);
 }
 
+/* A request holding an empty tree through the fast path is in a tree too:
+ * locking it in a second, empty tree must abort, not succeed. */
+static void lock_in_two_trees(void)
+{
+	struct range_lock_tree other;
+	struct range_lock r;
+	range_lock_tree_init(&other);
+	range_lock_init(&r, 3, 7);
+	range_write_lock(&misuse_tree, &r);
+	range_read_lock(&other, &r);
+}
+
+static void trylock_in_two_trees(void)
+{
+	struct range_lock_tree other;
+	struct range_lock r;
+	range_lock_tree_init(&other);
+	range_lock_init(&r, 3, 7);
+	range_read_lock(&misuse_tree, &r);
+	range_write_trylock(&other, &r);
+}
+
 static void test_misuse_aborts(void **state)
 {
 	(void)state;
@@ -740,6 +762,8 @@ static void test_misuse_aborts(void **state)
 	expect_abort(downgrade_of_read, "range_downgrade_write([3, 7]): range is held for reading");
 	expect_abort(lock_twice, "range_read_lock([3, 7]): request is already in a tree");
 	expect_abort(unlock_in_other_tree, "range_write_unlock([3, 7]): request is not in this tree");
+	expect_abort(lock_in_two_trees, "range_read_lock([3, 7]): request is already in a tree");
+	expect_abort(trylock_in_two_trees, "range_write_trylock([3, 7]): request is already in a tree");
 }
 
 /* ---- requests on the stack, reused at once ----------------------------- */
@@ -876,6 +900,21 @@ static void test_stats(void **state)
 	assert_int_equal(st.held_now, 1);
 	assert_int_equal(st.held_peak, 1);
 	range_write_unlock(&tree, &h);
+
+	/* Alone on the empty tree, with statistics on: still counted (the
+	 * fast path looks at the statistics after its CAS), and the same
+	 * request can be locked again at once. */
+	range_lock_tree_reset_stats(&tree);
+	for (int i = 0; i < 3; i++) {
+		range_write_lock(&tree, &h);
+		range_write_unlock(&tree, &h);
+		assert_int_equal(range_read_trylock(&tree, &h), 1);
+		range_read_unlock(&tree, &h);
+	}
+	range_lock_tree_get_stats(&tree, &st);
+	assert_int_equal(st.write_acquired, 3);
+	assert_int_equal(st.read_acquired, 3);
+	assert_int_equal(st.held_now, 0);
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
 }
 
