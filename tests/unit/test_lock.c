@@ -633,7 +633,11 @@ static void giveup_case(enum call g_call, bool timeout)
 	new_tree(&tree);
 	range_lock_init(&held, 0, 9);
 	range_write_lock(&tree, &held);
-	start_timed(&g, &tree, g_call, 0, 9, timeout ? 150 : 100000);
+	/* g's deadline must not pass before r and w are queued behind it
+	 * (wait_for_waiters would then never see 2 and 3): 150 ms was too
+	 * short for two thread starts under ThreadSanitizer on a loaded
+	 * machine. */
+	start_timed(&g, &tree, g_call, 0, 9, timeout ? 1500 : 100000);
 	assert_true(wait_for_waiters(&tree, 1));
 	start_waiting(&r, &tree, C_READ, 0, 9, 2);
 	start_waiting(&w, &tree, C_WRITE, 0, 9, 3);
