@@ -27,11 +27,10 @@ foreach(mode IN LISTS RANGELOCK_AS_MODES ITEMS none)
   target_link_libraries(address_space_${mode} PRIVATE rangelock::rangelock Threads::Threads)
 endforeach()
 
-install(TARGETS parallel_writer address_space_rwlock address_space_full
-                address_space_narrow
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Examples are built and tested, not installed: generic names have no
+# place in users' PATH (rangelock-bench and rangelock-torture are).
 
-if(BUILD_TESTING)
+if(RANGELOCK_TESTING)
   # A short comparison run: range lock, mutex and rwlock, all checked.
   add_test(NAME example_parallel_writer
            COMMAND parallel_writer --duration 1 --quiet)

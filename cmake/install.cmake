@@ -1,4 +1,5 @@
-# Installation: header, library with SONAME, CMake package, pkg-config file.
+# Installation: header, library with SONAME, CMake package, pkg-config file,
+# manual pages.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS rangelock EXPORT rangelockTargets
@@ -8,6 +9,10 @@ install(TARGETS rangelock EXPORT rangelockTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rangelock
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Manual pages, generated from the header and committed (man/gen-man.sh):
+# section 3 for every call (link pages are symbolic links), rangelock(7).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/man/man3 ${PROJECT_SOURCE_DIR}/man/man7
+  DESTINATION ${CMAKE_INSTALL_MANDIR})
 
 set(RANGELOCK_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rangelock)
 install(EXPORT rangelockTargets NAMESPACE rangelock::

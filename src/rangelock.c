@@ -519,9 +519,10 @@ static inline void tree_lock(struct range_lock_tree *tree)
 		bool reader = fast == ((uintptr_t)holder | TL_FAST_R);
 
 		insert_request(tree, holder, reader, 0, tree->seqnum++);
-		/* Statistics were off when it took the fast path (or it raced
-		 * with their enabling): count its hold now, as its unlock will
-		 * go through the tree and be counted. */
+		/* Statistics were off when it took the fast path, or it is
+		 * materialising itself because they are on (enter()): count
+		 * its hold now, as its unlock will go through the tree and be
+		 * counted. */
 		if (tree->stats)
 			stat_granted(tree->stats, reader, false);
 	}
@@ -539,10 +540,11 @@ static inline bool fast_path_allowed(struct range_lock_tree *tree)
 	(void)tree;
 	return false; /* every request goes through the checked tree */
 #else
-	/* Statistics count in the tree.  Enabling them displaces any fast
-	 * holder; one that slips in between this look and its CAS is counted
-	 * when it is displaced (tree_lock()), so a relaxed look is enough. */
-	return !__atomic_load_n(&tree->stats, __ATOMIC_RELAXED);
+	/* Statistics count in the tree: enter() looks at tree->stats after
+	 * its fast CAS and materialises itself when they are on (one load
+	 * either way; looking before the CAS too would cost another). */
+	(void)tree;
+	return true;
 #endif
 }
 
@@ -929,11 +931,44 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 	check_args(call, tree, lock);
 	if (is_linked(lock))
 		die(call, lock, ALREADY_IN_TREE);
-	lock->rb_parent_flags = reader ? RL_READER : 0;
 	lock->owner_tid = rl_thread_id();
-	if (fast_path_allowed(tree) &&
-	    tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader)))
-		return true;
+	if (fast_path_allowed(tree)) {
+		/*
+		 * A fast-held request counts as in a tree (RL_LINKED, no
+		 * parent), so that locking it again, in this tree or any
+		 * other, aborts above.  Set before the CAS publishes it: a
+		 * materialiser rewrites the flags (insert_request) and must
+		 * be the only writer once the request is fast held; unlock
+		 * clears them after its release CAS, when nobody else can.
+		 */
+		lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
+		if (tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader))) {
+			/*
+			 * Statistics count in the tree: if they are on, go
+			 * through tree_lock, which displaces and materialises
+			 * us and counts the acquisition.  The look comes after
+			 * the CAS so that no enabling slips in between: if our CAS read the 0
+			 * that the enabler's tree_lock release wrote (or a
+			 * later value), that release synchronises with our
+			 * acq_rel CAS (the lock word's RMWs form a release
+			 * sequence), so this relaxed load sees the pointer:
+			 * we go through tree_lock, which materialises us and
+			 * counts the acquisition.  Otherwise our CAS precedes
+			 * the enabler's tree_lock acquire in the word's
+			 * modification order, so the enabler displaces us
+			 * and counts us as held (stats_recount): we acquired
+			 * before statistics were on.  Either way every
+			 * acquisition after the enabling is counted once.
+			 */
+			if (__builtin_expect(__atomic_load_n(&tree->stats,
+							     __ATOMIC_RELAXED) != NULL, 0)) {
+				tree_lock(tree);
+				tree_unlock(tree);
+			}
+			return true;
+		}
+	}
+	lock->rb_parent_flags = reader ? RL_READER : 0;
 
 	tree_lock(tree);
 	if (is_linked(lock)) { /* it was fast held: materialised just now */
@@ -1227,8 +1262,11 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 	struct range_lock_stats *st;
 
 	check_args(call, tree, lock);
-	if (tree_fast_release(tree_lock_word(tree), fast_value(lock, reader)))
+	if (tree_fast_release(tree_lock_word(tree), fast_value(lock, reader))) {
+		/* Ours alone again (nobody displaced it): not in a tree. */
+		lock->rb_parent_flags = 0;
 		return;
+	}
 	wl.n = 0;
 	tree_lock(tree);
 	check_held(call, tree, lock, reader);

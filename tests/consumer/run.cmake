@@ -1,6 +1,9 @@
 # Consumer tests: build librangelock (LINKAGE shared or static), install it
 # into a staging prefix, then build and run a program against it through
-# find_package, through pkg-config, and through add_subdirectory.
+# find_package, through pkg-config (skipped when pkg-config is missing), and
+# vendored into a parent project that has tests of its own, through
+# add_subdirectory and through FetchContent: there CMocka is hidden from
+# pkg-config, and the parent's ctest must list its own test only.
 # cmake -DSRC=<source> -DWORK=<dir> -DLINKAGE=shared|static -DCC=<cc> -P run.cmake
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -43,12 +46,17 @@ else()
 endif()
 
 # 3. pkg-config (the .pc keeps the configure-time prefix: redefine it)
+find_program(PKG_CONFIG NAMES pkg-config pkgconf)
+if(NOT PKG_CONFIG)
+  message(STATUS "pkg-config not found: the pkg-config consumer is skipped "
+                 "(Debian package: pkgconf)")
+else()
 set(ENV{PKG_CONFIG_PATH} "${pcdir}")
 set(static_flag "")
 if(NOT shared)
   set(static_flag --static)
 endif()
-run(pkg-config --define-variable=prefix=${stage} ${static_flag} --cflags --libs rangelock)
+run(${PKG_CONFIG} --define-variable=prefix=${stage} ${static_flag} --cflags --libs rangelock)
 string(STRIP "${last_output}" flags)
 separate_arguments(flags UNIX_COMMAND "${flags}")
 if(NOT shared)
@@ -67,17 +75,40 @@ if(CXX)
 else()
   message(STATUS "pkg-config, C++: SKIPPED (no C++ compiler)")
 endif()
-
-# 4. add_subdirectory
-run(${CMAKE_COMMAND} -S ${SRC}/tests/consumer/subdir -B ${WORK}/sub
-    -DRANGELOCK_SOURCE_DIR=${SRC} -DBUILD_SHARED_LIBS=${shared} -DCMAKE_C_COMPILER=${CC})
-run(${CMAKE_COMMAND} --build ${WORK}/sub -j2)
-run(${WORK}/sub/consumer)
-message(STATUS "add_subdirectory: ${last_output}")
-if(EXISTS ${WORK}/sub/consumer_cxx)
-  run(${WORK}/sub/consumer_cxx)
-  message(STATUS "add_subdirectory, C++: ${last_output}")
 endif()
+
+# 4. vendored: add_subdirectory and FetchContent, into a parent project with
+# include(CTest) and BUILD_TESTING ON, CMocka hidden from pkg-config.
+file(MAKE_DIRECTORY ${WORK}/no-pkgconfig)
+set(ENV{PKG_CONFIG_PATH} "")
+set(ENV{PKG_CONFIG_LIBDIR} "${WORK}/no-pkgconfig")
+foreach(way subdir fetchcontent)
+  run(${CMAKE_COMMAND} -S ${SRC}/tests/consumer/${way} -B ${WORK}/${way}
+      -DBUILD_TESTING=ON -DRANGELOCK_SOURCE_DIR=${SRC}
+      -DFETCHCONTENT_SOURCE_DIR_RANGELOCK=${SRC}
+      -DBUILD_SHARED_LIBS=${shared} -DCMAKE_C_COMPILER=${CC})
+  run(${CMAKE_COMMAND} --build ${WORK}/${way} -j2)
+  run(${WORK}/${way}/consumer)
+  message(STATUS "${way}: ${last_output}")
+  if(EXISTS ${WORK}/${way}/consumer_cxx)
+    run(${WORK}/${way}/consumer_cxx)
+    message(STATUS "${way}, C++: ${last_output}")
+  endif()
+  get_filename_component(cmake_bin ${CMAKE_COMMAND} DIRECTORY)
+  execute_process(COMMAND ${cmake_bin}/ctest -N WORKING_DIRECTORY ${WORK}/${way}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE last_output ERROR_VARIABLE err)
+  if(NOT last_output MATCHES "Total Tests: 1\n" OR
+     NOT last_output MATCHES "parent_consumer_runs")
+    message(FATAL_ERROR "${way}: the parent's ctest lists more than its own test:\n"
+                        "${last_output}")
+  endif()
+  file(GLOB_RECURSE programs ${WORK}/${way}/rangelock-torture ${WORK}/${way}/rangelock-bench
+       ${WORK}/${way}/parallel_writer ${WORK}/${way}/address_space_*)
+  if(programs)
+    message(FATAL_ERROR "${way}: librangelock's programs were built: ${programs}")
+  endif()
+  message(STATUS "${way}: ctest -N lists the parent's test only")
+endforeach()
 
 # 5. a static consumer really contains no reference to the shared object
 if(NOT shared)

@@ -86,6 +86,9 @@ static const char *const call_names[] = { "plain", "try", "intr", "kill", "timed
 
 enum sa_mode { SA_ON, SA_OFF, SA_ALTERNATE };
 enum inject { INJ_NONE, INJ_HANG, INJ_LEAK };
+/* When the tree's statistics are enabled (range types). */
+enum stats_mode { STATS_START, STATS_MID, STATS_OFF };
+static const char *const stats_names[] = { "start", "mid", "off" };
 
 static struct options {
 	enum lock_type type;
@@ -112,6 +115,7 @@ static struct options {
 	unsigned stat_interval_s;
 	uint64_t seed;
 	enum inject inject;
+	enum stats_mode stats;
 	bool verbose;
 	bool fifo;                 /* --policy=fifo: a strict-FIFO tree */
 	unsigned max_wait_ms;      /* a writer waiting longer fails; 0: off */
@@ -1379,6 +1383,11 @@ static void usage(FILE *f)
 "  --timeout-us=US     timed calls: deadlines 0..2*US ahead (default 50)\n"
 "  --watchdog=S        declare a hang after S s without progress (default 10)\n"
 "  --stat-interval=S   print the counters every S s (default 0: at the end)\n"
+"  --stats=W           tree statistics: start (default: enabled before the\n"
+"                      threads start), mid (enabled half-way through, so the\n"
+"                      first half runs with the uncontended fast path live and\n"
+"                      the enabling races with it), off (fast path live all\n"
+"                      run; no statistics check)\n"
 "  --seed=N            random seed (default: from the clock; printed)\n"
 "  --inject=W          break the harness on purpose: hang (a thread never\n"
 "                      unlocks; the watchdog must fire), leak (a request is\n"
@@ -1464,7 +1473,7 @@ static void parse_options(int argc, char **argv)
 		O_TYPE = 256, O_READERS, O_WRITERS, O_DURATION, O_POOL, O_BASE,
 		O_MAXLEN, O_FULL, O_LONG, O_LONGUS, O_HOLDUS, O_EMPTY, O_CALLS,
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
-		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT,
+		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
 		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT,
 	};
 	static const struct option longopts[] = {
@@ -1494,6 +1503,7 @@ static void parse_options(int argc, char **argv)
 		{ "stat-interval", required_argument, 0, O_STAT },
 		{ "seed", required_argument, 0, O_SEED },
 		{ "inject", required_argument, 0, O_INJECT },
+		{ "stats", required_argument, 0, O_STATS },
 		{ "verbose", no_argument, 0, O_VERBOSE },
 		{ "policy", required_argument, 0, O_POLICY },
 		{ "max-wait-ms", required_argument, 0, O_MAXWAIT },
@@ -1622,6 +1632,16 @@ static void parse_options(int argc, char **argv)
 			else
 				bad_option(name, optarg);
 			break;
+		case O_STATS:
+			if (!strcmp(optarg, "start"))
+				opt.stats = STATS_START;
+			else if (!strcmp(optarg, "mid"))
+				opt.stats = STATS_MID;
+			else if (!strcmp(optarg, "off"))
+				opt.stats = STATS_OFF;
+			else
+				bad_option(name, optarg);
+			break;
 		case O_VERBOSE:
 			opt.verbose = true;
 			break;
@@ -1733,6 +1753,41 @@ static void check_tree_stats(const struct range_lock_stats *st)
 		      st->gave_up_cancel);
 }
 
+/*
+ * --stats=mid: statistics were enabled half-way, while the threads ran.
+ * @before and @after are the acquisitions the threads had counted just
+ * before and just after range_lock_tree_enable_stats().  The library counts
+ * exactly the acquisitions that took effect after the enabling: each was
+ * counted by its thread after @before was read, and all but those still
+ * between their lock call and their count (at most one per thread) after
+ * @after.  held_now and waiting_now started from the tree's contents and
+ * must come back to 0.
+ */
+static void check_tree_stats_mid(const struct range_lock_stats *st,
+				 uint64_t before, uint64_t after)
+{
+	uint64_t acquired = SUM(acquired), lib = st->read_acquired + st->write_acquired;
+	uint64_t low = acquired - after > (uint64_t)nr_slots ?
+		       acquired - after - (uint64_t)nr_slots : 0;
+
+	if (st->held_now || st->waiting_now)
+		error("tree statistics: held_now=%" PRIu64 " waiting_now=%" PRIu64
+		      " after every thread ended (expected 0 and 0)", st->held_now,
+		      st->waiting_now);
+	if (lib < low || lib > acquired - before + st->gave_up_cancel)
+		error("tree statistics enabled half-way: %" PRIu64 " acquisitions"
+		      " counted, but the threads made %" PRIu64 " after the enabling"
+		      " began and %" PRIu64 " after it ended (%d threads, %" PRIu64
+		      " cancellations)", lib, acquired - before, acquired - after,
+		      nr_slots, st->gave_up_cancel);
+	if (st->gave_up_signal > SUM(gave_up_intr) ||
+	    st->gave_up_timeout > SUM(gave_up_timeout) ||
+	    st->trylock_failed > SUM(try_busy) ||
+	    st->gave_up_cancel > SUM(cancelled_in_lock))
+		error("tree statistics enabled half-way count more give-ups or busy"
+		      " trylocks than the threads saw in the whole run");
+}
+
 static void print_calls(void)
 {
 	printf("Calls: plain %" PRIu64 ", try %" PRIu64 " (busy %" PRIu64 "), intr %" PRIu64
@@ -1787,7 +1842,7 @@ int main(int argc, char **argv)
 	pthread_t wd, stut, shuf, storm, canc;
 	bool have_stut = false, have_shuf = false, have_storm = false, have_canc = false;
 	struct range_lock_stats st;
-	uint64_t t0, failures;
+	uint64_t t0, failures, stats_before = 0, stats_after = 0;
 	double secs;
 	int ncpu, rc, destroyed = 0;
 
@@ -1824,7 +1879,8 @@ int main(int argc, char **argv)
 		range_lock_tree_init(&tree);
 		if (opt.fifo)
 			range_lock_tree_set_fifo(&tree, 1);
-		rc = range_lock_tree_enable_stats(&tree, &tree_stats);
+		rc = opt.stats == STATS_START ?
+		     range_lock_tree_enable_stats(&tree, &tree_stats) : 0;
 		if (rc) {
 			fprintf(stderr, "rangelock-torture: range_lock_tree_enable_stats: %d\n", rc);
 			return 2;
@@ -1851,11 +1907,11 @@ int main(int argc, char **argv)
 		if (opt.calls[i])
 			printf("%s%s", n++ ? "," : "", call_names[i]);
 	printf("%s stutter=%u ms shuffle=%u ms cpus=%d storm=%s sa-restart=%s"
-	       " watchdog=%u s seed=%" PRIu64 "%s\n",
+	       " watchdog=%u s stats=%s seed=%" PRIu64 "%s\n",
 	       opt.downgrade ? ",downgrade" : "", opt.stutter_ms, opt.shuffle_ms,
 	       nr_allowed_cpus, opt.storm ? "on" : "off",
 	       opt.sa == SA_ON ? "on" : opt.sa == SA_OFF ? "off" : "alternate",
-	       opt.watchdog_s, opt.seed,
+	       opt.watchdog_s, stats_names[opt.stats], opt.seed,
 	       opt.inject == INJ_HANG ? " inject=hang" : opt.inject == INJ_LEAK ? " inject=leak" : "");
 	if (!type_is_range() && (opt.calls[C_INTR] || opt.calls[C_KILL]))
 		printf("note: %s has no interruptible or killable calls: those are plain calls here\n",
@@ -1890,6 +1946,17 @@ int main(int argc, char **argv)
 	if (opt.calls[C_KILL] && type_is_range())
 		have_canc = !pthread_create(&canc, NULL, cancel_thread, NULL);
 
+	if (opt.stats == STATS_MID && type_is_range() && !atomic_load(&stop)) {
+		sleep_until(t0 + (uint64_t)(opt.duration * 0.5e9));
+		stats_before = SUM(acquired);
+		rc = range_lock_tree_enable_stats(&tree, &tree_stats);
+		stats_after = SUM(acquired);
+		if (rc)
+			error("range_lock_tree_enable_stats half-way: %d", rc);
+		else
+			printf("Tree stats enabled half-way, after %" PRIu64
+			       " acquisitions\n", stats_before);
+	}
 	if (!atomic_load(&stop))
 		sleep_until(t0 + (uint64_t)(opt.duration * 1e9));
 
@@ -1951,22 +2018,31 @@ int main(int argc, char **argv)
 	}
 	print_calls();
 	if (type_is_range()) {
-		range_lock_tree_get_stats(&tree, &st);
-		printf("Tree stats: read_acquired=%" PRIu64 " write_acquired=%" PRIu64
-		       " contended=%" PRIu64 " wait_ns_total=%" PRIu64 " wait_ns_max=%" PRIu64
-		       " gave_up_signal=%" PRIu64 " gave_up_timeout=%" PRIu64
-		       " gave_up_cancel=%" PRIu64 " trylock_failed=%" PRIu64
-		       " held_now=%" PRIu64 " waiting_now=%" PRIu64 " held_peak=%" PRIu64
-		       " waiting_peak=%" PRIu64 "\n",
-		       st.read_acquired, st.write_acquired, st.contended, st.wait_ns_total,
-		       st.wait_ns_max, st.gave_up_signal, st.gave_up_timeout,
-		       st.gave_up_cancel, st.trylock_failed, st.held_now, st.waiting_now,
-		       st.held_peak, st.waiting_peak);
-		if (st.contended)
+		bool stats_on = range_lock_tree_get_stats(&tree, &st) == 0;
+
+		if (!stats_on)
+			printf("Tree stats: off (--stats=%s: the fast path ran"
+			       " unobserved)\n", stats_names[opt.stats]);
+		else
+			printf("Tree stats: read_acquired=%" PRIu64 " write_acquired=%" PRIu64
+			       " contended=%" PRIu64 " wait_ns_total=%" PRIu64 " wait_ns_max=%" PRIu64
+			       " gave_up_signal=%" PRIu64 " gave_up_timeout=%" PRIu64
+			       " gave_up_cancel=%" PRIu64 " trylock_failed=%" PRIu64
+			       " held_now=%" PRIu64 " waiting_now=%" PRIu64 " held_peak=%" PRIu64
+			       " waiting_peak=%" PRIu64 "\n",
+			       st.read_acquired, st.write_acquired, st.contended, st.wait_ns_total,
+			       st.wait_ns_max, st.gave_up_signal, st.gave_up_timeout,
+			       st.gave_up_cancel, st.trylock_failed, st.held_now, st.waiting_now,
+			       st.held_peak, st.waiting_peak);
+		if (stats_on && st.contended)
 			printf("Tree wait: mean %.1f us, max %.1f us\n",
 			       (double)st.wait_ns_total / (double)st.contended / 1e3,
 			       (double)st.wait_ns_max / 1e3);
-		if (opt.type != T_BUSTED_RANGE)
+		if (!stats_on || opt.type == T_BUSTED_RANGE)
+			;
+		else if (opt.stats == STATS_MID)
+			check_tree_stats_mid(&st, stats_before, stats_after);
+		else
 			check_tree_stats(&st);
 		destroyed = range_lock_tree_destroy(&tree);
 		if (destroyed) {

@@ -708,7 +708,11 @@ static void giveup_case(enum call g_call, bool timeout)
 	new_tree(&tree);
 	range_lock_init(&held, 0, 9);
 	range_write_lock(&tree, &held);
-	start_timed(&g, &tree, g_call, 0, 9, timeout ? 150 : 100000);
+	/* g's deadline must not pass before r and w are queued behind it
+	 * (wait_for_waiters would then never see 2 and 3): 150 ms was too
+	 * short for two thread starts under ThreadSanitizer on a loaded
+	 * machine. */
+	start_timed(&g, &tree, g_call, 0, 9, timeout ? 1500 : 100000);
 	assert_true(wait_for_waiters(&tree, 1));
 	start_waiting(&r, &tree, C_READ, 0, 9, 2);
 	start_waiting(&w, &tree, C_WRITE, 0, 9, 3);
@@ -833,6 +837,28 @@ static void tree_in_two_processes(void)
 		abort();
 }
 
+/* A request holding an empty tree through the fast path is in a tree too:
+ * locking it in a second, empty tree must abort, not succeed. */
+static void lock_in_two_trees(void)
+{
+	struct range_lock_tree other;
+	struct range_lock r;
+	range_lock_tree_init(&other);
+	range_lock_init(&r, 3, 7);
+	range_write_lock(&misuse_tree, &r);
+	range_read_lock(&other, &r);
+}
+
+static void trylock_in_two_trees(void)
+{
+	struct range_lock_tree other;
+	struct range_lock r;
+	range_lock_tree_init(&other);
+	range_lock_init(&r, 3, 7);
+	range_read_lock(&misuse_tree, &r);
+	range_write_trylock(&other, &r);
+}
+
 static void test_misuse_aborts(void **state)
 {
 	(void)state;
@@ -845,6 +871,8 @@ static void test_misuse_aborts(void **state)
 	expect_abort(tree_in_two_processes, "range_write_lock([3, 7]): request is already "
 		     "in a tree (locked twice? or is the tree used from another process?");
 	expect_abort(unlock_in_other_tree, "range_write_unlock([3, 7]): request is not in this tree");
+	expect_abort(lock_in_two_trees, "range_read_lock([3, 7]): request is already in a tree");
+	expect_abort(trylock_in_two_trees, "range_write_trylock([3, 7]): request is already in a tree");
 }
 
 /* ---- requests on the stack, reused at once ----------------------------- */
@@ -980,6 +1008,21 @@ static void test_stats(void **state)
 	assert_int_equal(st.held_now, 1);
 	assert_int_equal(st.held_peak, 1);
 	range_write_unlock(&tree, &h);
+
+	/* Alone on the empty tree, with statistics on: still counted (the
+	 * fast path looks at the statistics after its CAS), and the same
+	 * request can be locked again at once. */
+	range_lock_tree_reset_stats(&tree);
+	for (int i = 0; i < 3; i++) {
+		range_write_lock(&tree, &h);
+		range_write_unlock(&tree, &h);
+		assert_int_equal(range_read_trylock(&tree, &h), 1);
+		range_read_unlock(&tree, &h);
+	}
+	range_lock_tree_get_stats(&tree, &st);
+	assert_int_equal(st.write_acquired, 3);
+	assert_int_equal(st.read_acquired, 3);
+	assert_int_equal(st.held_now, 0);
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
 }
 

@@ -1,0 +1,365 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Generate the manual pages from the header's kernel-doc comments, the one
+# source of truth:
+#
+#   man/gen-man.sh            regenerate man/man3/*.3 and man/man7/rangelock.7
+#                             (run it after every change to rangelock.h and
+#                             commit the result)
+#   man/gen-man.sh --check    exit 1 unless the committed pages are what the
+#                             header gives (ctest: man_pages_current)
+#
+# Pages: one per group below (the other names are link pages: symbolic
+# links to the group's page, as mandoc recommends over ".so"); every RANGELOCK_API function in no group gets a page
+# of its own, so a new call always has a page.  rangelock(7) is the header's
+# opening comment plus a list of the pages.  A page keeps its date while its
+# text does not change.  Needs only sh, awk, sed, diff and date; --check
+# also lints the pages with mandoc -T lint (or groff -ww -z) when present.
+set -eu
+cd "$(dirname "$0")/.."
+header=include/rangelock/rangelock.h
+out=man
+
+# page|what the page covers|names (functions, macros, "struct name")
+groups='range_lock_tree_init|initialise, configure and check a range lock tree|range_lock_tree_init range_lock_tree_set_fifo range_lock_tree_destroy RANGE_LOCK_TREE_INITIALIZER RANGE_LOCK_TREE_INITIALIZER_FIFO DEFINE_RANGE_LOCK_TREE DEFINE_RANGE_LOCK_TREE_FIFO
+range_lock_init|prepare a range lock request|range_lock_init range_lock_init_full RANGE_LOCK_INITIALIZER DEFINE_RANGE_LOCK DEFINE_RANGE_LOCK_FULL
+range_read_lock|lock a range for reading or writing, waiting as needed|range_read_lock range_write_lock range_read_lock_interruptible range_write_lock_interruptible range_read_lock_killable range_write_lock_killable
+range_read_trylock|lock a range only if that needs no wait|range_read_trylock range_write_trylock
+range_read_timedlock|lock a range, waiting until a deadline at most|range_read_timedlock range_write_timedlock
+range_read_unlock|release a range, or downgrade a write hold|range_read_unlock range_write_unlock range_downgrade_write
+range_read_lock_nested|lock calls with lock-order annotations|range_read_lock_nested range_write_lock_nested range_write_lock_killable_nested range_write_lock_nest_lock
+range_lock_tree_enable_stats|statistics of a range lock tree|range_lock_tree_enable_stats range_lock_tree_get_stats range_lock_tree_reset_stats struct_range_lock_stats
+range_lock_tree_dump|print the requests of a range lock tree|range_lock_tree_dump
+rangelock_version|the version of librangelock|rangelock_version'
+
+check=0
+[ "${1:-}" = "--check" ] && check=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/man3" "$tmp/man7"
+version=$(sed -n 's/^#define RANGELOCK_VERSION_STRING "\(.*\)"$/\1/p' "$header")
+
+printf '%s\n' "$groups" | awk -v hdr="$header" -v dir="$tmp" -v version="$version" '
+function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
+# roff text: escape, bold name(), italic @param
+function fmt(s,   o, m) {
+	gsub(/\\/, "\\e", s)
+	o = ""
+	while (match(s, /@[A-Za-z_][A-Za-z_0-9]*|[A-Za-z_][A-Za-z_0-9]*\(\)/)) {
+		m = substr(s, RSTART, RLENGTH)
+		o = o substr(s, 1, RSTART - 1)
+		if (substr(m, 1, 1) == "@")
+			o = o "\\fI" substr(m, 2) "\\fP"
+		else
+			o = o "\\fB" substr(m, 1, RLENGTH - 2) "\\fP()"
+		s = substr(s, RSTART + RLENGTH)
+	}
+	o = o s
+	return wrap(o)
+}
+# Break filled text into lines of at most 78 bytes (at spaces); no line may
+# start with a control character.
+function wrap(s,   out, line, nw, w, i) {
+	out = ""; line = ""
+	nw = split(s, w, " ")
+	for (i = 1; i <= nw; i++) {
+		if (w[i] == "")
+			continue
+		if (line != "" && length(line) + 1 + length(w[i]) > 78) {
+			out = out guard(line) "\n"; line = ""
+		}
+		line = (line == "") ? w[i] : line " " w[i]
+	}
+	return out guard(line)
+}
+function guard(l) { return (l ~ /^[.\047]/) ? "\\&" l : l }
+function lit(s) { gsub(/\\/, "\\e", s); if (s ~ /^[.\047]/) s = "\\&" s; return s }
+# Render comment lines doc[d, 1..n] as roff paragraphs into the global
+# "body" (and "ret", the Return: paragraph; "params", the @name: list).
+function render(d, skip_summary,   i, n, l, para, inparam, pname, inbullet, isret) {
+	body = ""; ret = ""; params = ""; para = ""; inparam = 0; inbullet = 0
+	n = doclen[d]
+	i = 1
+	if (skip_summary && doc[d, 1] ~ /^[A-Za-z_][A-Za-z_0-9 ]*(\(\))? - /) {
+		while (i <= n && doc[d, i] != "" && doc[d, i] !~ /^@/)
+			i++
+	}
+	for (; i <= n + 1; i++) {
+		l = (i <= n) ? doc[d, i] : ""
+		if (l ~ /^@[A-Za-z_0-9]+:/ || l ~ /^ - / || l == "" || (l ~ /^Return:/)) {
+			# flush the paragraph or item being collected
+			if (para != "") {
+				if (inparam)
+					params = params ".TP\n.I " pname "\n" fmt(para) "\n"
+				else if (isret)
+					ret = ret fmt(para) "\n"
+				else if (inbullet)
+					body = body ".IP \\(bu 2\n" fmt(para) "\n"
+				else
+					body = body ".PP\n" fmt(para) "\n"
+			}
+			para = ""; inparam = 0; inbullet = 0; isret = 0
+			if (l ~ /^@/) {
+				inparam = 1
+				pname = substr(l, 2, index(l, ":") - 2)
+				para = trim(substr(l, index(l, ":") + 1))
+			} else if (l ~ /^ - /) {
+				inbullet = 1
+				para = trim(substr(l, 4))
+			} else if (l ~ /^Return:/) {
+				isret = 1
+				para = trim(substr(l, 8))
+			}
+			continue
+		}
+		para = (para == "") ? trim(l) : para " " trim(l)
+	}
+}
+function summary(d,   i, s) {
+	s = ""
+	for (i = 1; i <= doclen[d] && doc[d, i] != "" && doc[d, i] !~ /^@/; i++)
+		s = s (s == "" ? "" : " ") trim(doc[d, i])
+	sub(/^(struct )?[^ ]*(\(\))? - /, "", s)
+	return s
+}
+function th(name, sec) {
+	return ".\\\" Generated by man/gen-man.sh from include/rangelock/rangelock.h: do not edit.\n" \
+	       ".TH " toupper(name) " " sec " @DATE@ \"librangelock " version "\" \"librangelock manual\"\n"
+}
+
+# ---- the group table (stdin)
+FILENAME == "-" || FILENAME == "" {
+	split($0, f, "|")
+	ng++; gpage[ng] = f[1]; gwhat[ng] = f[2]
+	gn[ng] = split(f[3], tmpn, " ")
+	for (k = 1; k <= gn[ng]; k++) {
+		gname[ng, k] = tmpn[k]; grouped[tmpn[k]] = 1
+	}
+	next
+}
+
+# ---- the header
+# comments: the first multi-line one is the overview (rangelock(7))
+incom {
+	if ($0 ~ /^ \*\/$/) { incom = 0; ndoc_done = 1; next }
+	l = $0; sub(/^ \* ?/, "", l); if (l == " *" || l == "*") l = ""
+	sub(/^ \*$/, "", l)
+	doc[nd, ++doclen[nd]] = l
+	next
+}
+/^\/\*\*? .*\*\/$/ {       # one-line comment: /** name() - text */
+	l = $0; sub(/^\/\*\*? /, "", l); sub(/ *\*\/$/, "", l)
+	if (l ~ /^SPDX/) next
+	nd++; doclen[nd] = 1; doc[nd, 1] = l; cur = nd
+	next
+}
+/^\/\*\*?$/ { nd++; doclen[nd] = 0; incom = 1; cur = nd; if (!topdoc) topdoc = nd; next }
+/^$/ { cur = 0; next }
+/^RANGELOCK_API/ {
+	decl = $0
+	while (decl !~ /;/ && (getline l) > 0)
+		decl = decl " " trim(l)
+	sub(/^RANGELOCK_API /, "", decl); gsub(/[ \t]+/, " ", decl)
+	name = decl; sub(/\(.*/, "", name); sub(/.*[ *]/, "", name)
+	add(name, decl)
+	next
+}
+/^#define [A-Za-z_0-9]+\(/ && cur {
+	name = $2; sub(/\(.*/, "", name)
+	decl = $0; sub(/\).*/, ")", decl); gsub(/[ \t]+/, " ", decl)
+	add(name, decl)
+	next
+}
+/^struct [a-z_]+ \{$/ && cur {
+	name = "struct_" $2
+	decl = $0
+	while ((getline l) > 0) {
+		gsub(/\t/, "        ", l)
+		decl = decl "\n" l
+		if (l ~ /^};/) break
+	}
+	add(name, decl)
+	next
+}
+function add(name, decl) {
+	nr++; rname[nr] = name; rdecl[nr] = decl; rdoc[nr] = cur; byname[name] = nr
+	if (name !~ /^struct_/ && name !~ /^[A-Z]/ && decl !~ /^#define/)
+		api[name] = 1
+}
+
+END {
+	# calls in no group get a page of their own
+	for (r = 1; r <= nr; r++)
+		if (!(rname[r] in grouped) && (rname[r] in api)) {
+			ng++; gpage[ng] = rname[r]; gwhat[ng] = summary(rdoc[r])
+			gn[ng] = 1; gname[ng, 1] = rname[r]; grouped[rname[r]] = 1
+		}
+	for (g = 1; g <= ng; g++) {
+		file = dir "/man3/" gpage[g] ".3"
+		names = ""
+		for (k = 1; k <= gn[g]; k++) {
+			n = gname[g, k]
+			if (!(n in byname)) {
+				printf "gen-man.sh: %s is in the group table but not in %s\n", n, hdr > "/dev/stderr"
+				exit 1
+			}
+			if (n !~ /^struct_/)
+				names = names (names == "" ? "" : ", ") n
+		}
+		printf "%s", th(gpage[g], 3) > file
+		printf ".SH NAME\n%s\n", wrap(names " \\- " gwhat[g]) > file
+		printf ".SH LIBRARY\nlibrangelock (\\fI\\-lrangelock\\fP; \\fIpkg\\-config \\-\\-libs rangelock\\fP)\n" > file
+		printf ".SH SYNOPSIS\n.nf\n.B #include <rangelock/rangelock.h>\n" > file
+		for (k = 1; k <= gn[g]; k++) {
+			r = byname[gname[g, k]]
+			m = split(rdecl[r], dl, "\n")
+			printf ".PP\n" > file
+			for (j = 1; j <= m; j++)
+				printf "%s\n", lit(dl[j]) > file
+			# (prototypes stay on one line each: .nf keeps them as written)
+		}
+		printf ".fi\n.SH DESCRIPTION\n" > file
+		rets = ""
+		for (k = 1; k <= gn[g]; k++) {
+			r = byname[gname[g, k]]
+			# consecutive names sharing one comment: one heading, one text
+			head = rname[r]
+			while (k < gn[g] && rdoc[byname[gname[g, k + 1]]] == rdoc[r]) {
+				k++; head = head ", " gname[g, k]
+			}
+			gsub(/struct_/, "struct ", head)
+			hl = ""
+			hn = split(head, hp, ", ")
+			for (j = 1; j <= hn; j++)
+				hl = hl (j > 1 ? ", " : "") (hp[j] ~ /^struct / ? hp[j] : hp[j] "()")
+			printf ".SS %s\n", wrap(hl) > file
+			render(rdoc[r], 1)
+			s = summary(rdoc[r])
+			if (s != "" && doc[rdoc[r], 1] ~ / - /)
+				printf "%s\n", fmt(s ~ /^[a-z]+ / ? toupper(substr(s, 1, 1)) substr(s, 2) : s) > file
+			else if (params == "")
+				sub(/^\.PP\n/, "", body)
+			if (params != "")
+				printf "%s", params > file
+			if (body != "")
+				printf "%s", body > file
+			if (ret != "")
+				rets = rets ".TP\n" hl "\n" ret
+		}
+		printf ".SH RETURN VALUE\n" > file
+		if (rets != "")
+			printf "%s", rets > file
+		else
+			printf "These calls return no value.\n" > file
+		printf ".SH SEE ALSO\n.BR rangelock (7)\n" > file
+		close(file)
+		for (k = 1; k <= gn[g]; k++) {
+			n = gname[g, k]
+			if (n == gpage[g] || n ~ /^struct_/)
+				continue
+			printf "%s %s\n", n, gpage[g] > (dir "/links")
+		}
+	}
+	# rangelock(7): the header opening comment and the list of pages
+	file = dir "/man7/rangelock.7"
+	printf "%s", th("rangelock", 7) > file
+	printf ".SH NAME\nrangelock \\- range reader/writer locks for POSIX threads (librangelock)\n" > file
+	printf ".SH SYNOPSIS\n.nf\n.B #include <rangelock/rangelock.h>\n.fi\n.PP\n" > file
+	printf "Link with \\fI\\-lrangelock\\fP, or use \\fIpkg\\-config rangelock\\fP\nor the CMake package \\fBrangelock::rangelock\\fP.\n" > file
+	printf ".SH DESCRIPTION\n" > file
+	render(topdoc, 1)
+	sub(/^\.PP\n/, "", body)
+	printf "%s", body > file
+	printf ".SH FUNCTIONS\n" > file
+	for (g = 1; g <= ng; g++) {
+		names = ""
+		for (k = 1; k <= gn[g]; k++)
+			if (gname[g, k] !~ /^struct_/)
+				names = names (names == "" ? "" : ", ") gname[g, k]
+		printf ".TP\n.BR %s (3)\n%s\n", gpage[g], wrap(gwhat[g] ": " names ".") > file
+	}
+	printf ".SH SEE ALSO\n" > file
+	for (g = 1; g <= ng; g++)
+		printf ".BR %s (3)%s\n", gpage[g], g < ng ? "," : "" > file
+	close(file)
+}
+' - "$header"
+
+# Dates: a page whose text did not change keeps the date it has.
+today=$(date -u +%Y-%m-%d)
+for f in "$tmp"/man3/*.3 "$tmp"/man7/*.7; do
+	rel=${f#"$tmp"/}
+	old="$out/$rel"
+	date=$today
+	if [ -f "$old" ]; then
+		olddate=$(sed -n '2s/^\.TH [^ ]* [0-9] \([0-9-]*\) .*/\1/p' "$old")
+		if [ -n "$olddate" ] && sed "s/@DATE@/$olddate/" "$f" | cmp -s - "$old"; then
+			date=$olddate
+		fi
+	fi
+	sed "s/@DATE@/$date/" "$f" > "$f.new" && mv "$f.new" "$f"
+done
+
+if [ $check -eq 1 ]; then
+	status=0
+	while read -r link page; do
+		if [ "$(readlink "$out/man3/$link.3" 2>/dev/null)" != "$page.3" ]; then
+			echo "link page $out/man3/$link.3 should be a symlink to $page.3 (run man/gen-man.sh)"
+			status=1
+		fi
+	done < "$tmp/links"
+	# Every exported call (RANGELOCK_API in the header) has a page.
+	for sym in $(tr '\n' ' ' < "$header" | grep -o 'RANGELOCK_API[^(;]*(' |
+		     sed 's/($//; s/.*[ *]//' | sort -u); do
+		if [ ! -f "$out/man3/$sym.3" ]; then
+			echo "no manual page for $sym: run man/gen-man.sh and commit man/"
+			status=1
+		fi
+	done
+	for f in "$tmp"/man3/*.3 "$tmp"/man7/*.7; do
+		rel=${f#"$tmp"/}
+		if [ ! -f "$out/$rel" ]; then
+			echo "missing: $out/$rel (run man/gen-man.sh and commit man/)"
+			status=1
+			continue
+		fi
+		sed '2s/^\(\.TH [^ ]* [0-9]\) [0-9-]*/\1 D/' "$out/$rel" > "$tmp/a"
+		sed '2s/^\(\.TH [^ ]* [0-9]\) [0-9-]*/\1 D/' "$f" > "$tmp/b"
+		if ! diff -u "$tmp/a" "$tmp/b" > "$tmp/d"; then
+			echo "out of date: $out/$rel (run man/gen-man.sh and commit man/):"
+			sed 's/^/  /' "$tmp/d" | head -20
+			status=1
+		fi
+	done
+	for f in "$out"/man3/*.3 "$out"/man7/*.7; do
+		rel=${f#"$out"/}
+		[ -f "$tmp/$rel" ] || [ -L "$f" ] || { echo "stale: $f (no longer generated)"; status=1; }
+	done
+	# Lint: mandoc if present, else groff; any message fails.
+	if command -v mandoc >/dev/null 2>&1; then
+		lint=$(cd "$out" && mandoc -T lint man3/*.3 man7/*.7 2>&1 || true)
+		linter="mandoc -T lint"
+	elif command -v groff >/dev/null 2>&1; then
+		lint=$(cd "$out" && for f in man3/*.3 man7/*.7; do groff -ww -z -man "$f"; done 2>&1)
+		linter="groff -ww -z"
+	else
+		lint="" linter="no linter (neither mandoc nor groff installed: lint skipped)"
+	fi
+	if [ -n "$lint" ]; then
+		printf '%s:\n%s\n' "$linter" "$lint"
+		status=1
+	fi
+	[ $status -eq 0 ] && echo "$linter: clean"
+	[ $status -eq 0 ] && echo "manual pages agree with $header ($(ls "$out"/man3 | wc -l) in man3, every exported call has one)"
+	exit $status
+fi
+
+rm -rf "$out/man3" "$out/man7"
+mkdir -p "$out/man3" "$out/man7"
+cp "$tmp"/man3/*.3 "$out/man3/"
+cp "$tmp"/man7/*.7 "$out/man7/"
+while read -r link page; do
+	ln -s "$page.3" "$out/man3/$link.3"
+done < "$tmp/links"
+echo "wrote $(ls "$out"/man3 | wc -l) pages to $out/man3 and $out/man7/rangelock.7"
