@@ -59,14 +59,17 @@ static void *locker_main(void *arg)
 	case C_WRITE_KILL: r = range_write_lock_killable(l->tree, &l->req); break;
 	case C_READ_TIMED:
 		deadline_in(l->clk, l->timeout_ms, &ts);
-		if (!l->timeout_ms) /* 0: a deadline ~292 years away */
-			ts.tv_sec = INT64_MAX / 1000000000LL;
+		if (!l->timeout_ms) /* 0: a deadline ~292 years away (2038
+				     * where time_t has 32 bits) */
+			ts.tv_sec = sizeof(time_t) > 4 ? (time_t)(INT64_MAX / 1000000000LL)
+						       : (time_t)INT32_MAX;
 		r = range_read_timedlock(l->tree, &l->req, l->clk, &ts);
 		break;
 	case C_WRITE_TIMED:
 		deadline_in(l->clk, l->timeout_ms, &ts);
 		if (!l->timeout_ms)
-			ts.tv_sec = INT64_MAX / 1000000000LL;
+			ts.tv_sec = sizeof(time_t) > 4 ? (time_t)(INT64_MAX / 1000000000LL)
+						       : (time_t)INT32_MAX;
 		r = range_write_timedlock(l->tree, &l->req, l->clk, &ts);
 		break;
 	}
@@ -180,8 +183,12 @@ static void test_init_and_destroy(void **state)
 		range_read_unlock(&tree, &a);
 	}
 	assert_string_equal(rangelock_version(), RANGELOCK_VERSION_STRING);
-	assert_int_equal(sizeof(struct range_lock), 64);
-	assert_int_equal(sizeof(struct range_lock_tree), 64);
+	/* The sizes the README states: 64 and 64 with 64-bit pointers, 56 and
+	 * 48 with 32-bit ones; 8-aligned everywhere (fast-path tag bits). */
+	assert_int_equal(sizeof(struct range_lock), sizeof(void *) == 8 ? 64 : 56);
+	assert_int_equal(sizeof(struct range_lock_tree), sizeof(void *) == 8 ? 64 : 48);
+	assert_int_equal(_Alignof(struct range_lock), 8);
+	assert_int_equal(_Alignof(struct range_lock_stats), 8);
 }
 
 /* ---- trylock ---------------------------------------------------------- */
@@ -986,6 +993,91 @@ static void test_timedlock_far_deadline(void **state)
 	assert_true(cpu.tv_sec == 0 && cpu.tv_nsec < 40000000L);
 }
 
+/*
+ * 64-bit time (issue 16): a deadline reaches the kernel whole, whatever the
+ * target and _TIME_BITS.  Passing the C library's 64-bit struct timespec to
+ * the old 32-bit futex call cuts it to whole seconds on little-endian
+ * targets (an early -ETIMEDOUT) and makes it EINVAL on big-endian ones (an
+ * abort).  So: deadlines with tv_nsec = 0.9 s, on both clocks at once, must
+ * time out no earlier than asked; and where time_t has 64 bits, a deadline
+ * past 2038 must wait (no timeout, no abort) until the grant.
+ */
+struct timed_probe {
+	pthread_t th;
+	struct range_lock_tree *tree;
+	clockid_t clk;
+	struct timespec deadline, after;
+	int ret;
+};
+
+static void *timed_probe_main(void *arg)
+{
+	struct timed_probe *p = arg;
+	struct range_lock req;
+
+	range_lock_init(&req, 0, 9);
+	p->ret = range_write_timedlock(p->tree, &req, p->clk, &p->deadline);
+	clock_gettime(p->clk, &p->after);
+	if (p->ret == 0)
+		range_write_unlock(p->tree, &req);
+	return NULL;
+}
+
+static bool timespec_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static void test_timedlock_time64(void **state)
+{
+	(void)state;
+	struct range_lock_tree tree;
+	struct range_lock held;
+	struct timed_probe p[2];
+
+	new_tree(&tree);
+	range_lock_init(&held, 0, 9);
+	range_read_lock(&tree, &held);
+	for (int i = 0; i < 2; i++) {
+		memset(&p[i], 0, sizeof(p[i]));
+		p[i].tree = &tree;
+		p[i].clk = i ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+		clock_gettime(p[i].clk, &p[i].deadline);
+		p[i].deadline.tv_sec += 1; /* 0.9 .. 1.9 s away */
+		p[i].deadline.tv_nsec = 900000000L;
+		pthread_create(&p[i].th, NULL, timed_probe_main, &p[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(p[i].th, NULL);
+		assert_int_equal(p[i].ret, -ETIMEDOUT);
+		assert_false(timespec_before(&p[i].after, &p[i].deadline));
+	}
+
+	if (sizeof(time_t) > 4) {
+		/* 2100-01-01T00:00:00.999999999 on the wall clock. */
+		uint64_t t0, waited;
+
+		memset(&p[0], 0, sizeof(p[0]));
+		p[0].tree = &tree;
+		p[0].clk = CLOCK_REALTIME;
+		p[0].deadline.tv_sec = (time_t)4102444800LL;
+		p[0].deadline.tv_nsec = 999999999L;
+		t0 = mono_ns();
+		pthread_create(&p[0].th, NULL, timed_probe_main, &p[0]);
+		assert_true(wait_for_waiters(&tree, 1));
+		sleep_ms(100);
+		range_read_unlock(&tree, &held);
+		pthread_join(p[0].th, NULL);
+		waited = mono_ns() - t0;
+		assert_int_equal(p[0].ret, 0);
+		assert_true(waited >= 90000000u);
+	} else {
+		range_read_unlock(&tree, &held);
+	}
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
 /* fork(): the child may use a new tree even while parent threads were in
  * the middle of lock calls (their backend state must not be inherited
  * locked). */
@@ -1067,6 +1159,7 @@ int main(void)
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_dump_not_cancelled_holding_lock),
 		cmocka_unit_test(test_timedlock_far_deadline),
+		cmocka_unit_test(test_timedlock_time64),
 		cmocka_unit_test(test_fork_child_uses_new_tree),
 	};
 
