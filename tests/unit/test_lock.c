@@ -640,7 +640,7 @@ static void giveup_case(enum call g_call, bool timeout)
 	new_tree(&tree);
 	range_lock_init(&held, 0, 9);
 	range_write_lock(&tree, &held);
-	start_timed(&g, &tree, g_call, 0, 9, timeout ? 150 : 100000);
+	start_timed(&g, &tree, g_call, 0, 9, timeout ? 500 : 100000); /* r, w arrive first, even under qemu */
 	assert_true(wait_for_waiters(&tree, 1));
 	start_waiting(&r, &tree, C_READ, 0, 9, 2);
 	start_waiting(&w, &tree, C_WRITE, 0, 9, 3);
