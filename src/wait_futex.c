@@ -16,8 +16,9 @@
  * on _TIME_BITS.  Where time_t is wider than long (32-bit targets: the library
  * is built with _TIME_BITS=64) the wait uses SYS_futex_time64 (Linux 5.1+);
  * on ENOSYS it falls back for good to SYS_futex with a checked conversion: a
- * deadline past the 32-bit range waits until the end of that range, and a
- * timeout there is reported as spurious.  64-bit targets have one SYS_futex
+ * deadline past the 32-bit range waits until the end of that range (2038),
+ * and a timeout there is reported as spurious (after 2038 such a wait would
+ * poll: kernels before 5.1 cannot wait past it at all).  64-bit targets have one SYS_futex
  * that takes 64-bit time.
  */
 #include "wait.h"
@@ -46,7 +47,9 @@ struct futex_time64 { /* the kernel's __kernel_timespec */
 	long long tv_sec;
 	long long tv_nsec;
 };
-static _Atomic int futex_time64_missing; /* ENOSYS seen: kernel < 5.1 */
+/* ENOSYS seen: kernel < 5.1.  Not static, so that the unit tests of the
+ * static test variants can force the fallback (hidden: not exported). */
+_Atomic int rl_futex_time64_missing;
 #endif
 
 /* The old call: SYS_futex with two longs.  *clamped tells whether the
@@ -88,7 +91,7 @@ static long futex_wait(_Atomic uint32_t *word, int op, uint32_t expected,
 {
 #if defined(SYS_futex_time64) && !defined(__LP64__)
 	if (TIME_IS_WIDER_THAN_LONG &&
-	    !atomic_load_explicit(&futex_time64_missing, memory_order_relaxed)) {
+	    !atomic_load_explicit(&rl_futex_time64_missing, memory_order_relaxed)) {
 		struct futex_time64 k, *kp = NULL;
 		long r;
 
@@ -102,7 +105,7 @@ static long futex_wait(_Atomic uint32_t *word, int op, uint32_t expected,
 			    FUTEX_BITSET_MATCH_ANY);
 		if (r == 0 || errno != ENOSYS)
 			return r;
-		atomic_store_explicit(&futex_time64_missing, 1, memory_order_relaxed);
+		atomic_store_explicit(&rl_futex_time64_missing, 1, memory_order_relaxed);
 	}
 #endif
 	return futex_wait_long(word, op, expected, abstime, clamped);

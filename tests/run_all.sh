@@ -34,7 +34,7 @@ run_preset asan build-asan
 step "clang, warnings as errors"
 run_preset clang build-clang
 
-step "POSIX semaphore backend forced"
+step "POSIX backend forced"
 run_preset posix build-posix
 
 # Other targets (issue 16).  Emulation on an x86 host does not reproduce
