@@ -19,10 +19,12 @@
  * waits behind it.
  *
  * Two objects:
- *  - struct range_lock_tree: the lock of the whole resource (64 bytes);
+ *  - struct range_lock_tree: the lock of the whole resource (64 bytes; 48
+ *    with 32-bit pointers);
  *  - struct range_lock: one request, a range, usually on the caller's stack
- *    (64 bytes).  It belongs to the tree from the lock call until the unlock
- *    call returns and must not be moved, reused or freed in between.
+ *    (64 bytes; 56 with 32-bit pointers).  It belongs to the tree from the
+ *    lock call until the unlock call returns and must not be moved, reused
+ *    or freed in between.
  *
  * Conventions, for every call below:
  *  - Ranges are uint64_t and inclusive at both ends; RANGE_LOCK_FULL is the
