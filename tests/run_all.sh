@@ -3,7 +3,8 @@
 # default build, then unit tests and the torture under ThreadSanitizer and
 # AddressSanitizer+UBSan, a clang -Werror build, the forced POSIX backend,
 # i386 (both _TIME_BITS), aarch64 and s390x under qemu-user, and musl.
-# About 15 minutes on 2 cores.  Each step uses a CMake preset
+# About 15 minutes on 2 cores before the i386/aarch64/s390x steps, which
+# took 9 minutes more on a shared 2-CPU machine at load average 20.  Each step uses a CMake preset
 # (CMakePresets.json), so any one can be rerun alone:
 #   cmake --preset tsan && cmake --build build-tsan -j2 && ctest --preset tsan
 set -euo pipefail
