@@ -1168,6 +1168,48 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 DEFINE_LOCK_CALLS(read, true)
 DEFINE_LOCK_CALLS(write, false)
 
+/*
+ * 32-bit glibc targets (rangelock.h, RANGELOCK_TIME64_ABI): the library is
+ * built with _TIME_BITS=64, so the timed calls above are exported as
+ * range_*_timedlock_time64 (the header's redirect).  Programs built without
+ * _TIME_BITS=64 call range_*_timedlock with the old struct timespec, two
+ * longs: widened here, losslessly.
+ */
+#if RANGELOCK_TIME64_ABI
+#ifndef __USE_TIME_BITS64
+#error "build librangelock with -D_TIME_BITS=64 -D_FILE_OFFSET_BITS=64 here (src/CMakeLists.txt does)"
+#endif
+struct timespec_time32 {
+	long tv_sec;
+	long tv_nsec;
+};
+
+#define DEFINE_TIMEDLOCK_TIME32(mode, reader)                                    \
+	RANGELOCK_API int range_##mode##_timedlock_time32(                       \
+		struct range_lock_tree *tree, struct range_lock *lock,           \
+		clockid_t clockid, const struct timespec_time32 *abstime)        \
+		__asm__("range_" #mode "_timedlock");                            \
+	int range_##mode##_timedlock_time32(struct range_lock_tree *tree,        \
+					    struct range_lock *lock,             \
+					    clockid_t clockid,                   \
+					    const struct timespec_time32 *abstime) \
+	{                                                                        \
+		struct timespec ts;                                              \
+		struct waiter w = { .kind = WAIT_TIMED, .clockid = clockid };    \
+									         \
+		if (abstime) {                                                   \
+			ts.tv_sec = abstime->tv_sec;                             \
+			ts.tv_nsec = abstime->tv_nsec;                           \
+			w.abstime = &ts;                                         \
+		}                                                                \
+		return lock_common("range_" #mode "_timedlock", tree, lock,      \
+				   reader, &w, 0, CALLER);                       \
+	}
+
+DEFINE_TIMEDLOCK_TIME32(read, true)
+DEFINE_TIMEDLOCK_TIME32(write, false)
+#endif /* RANGELOCK_TIME64_ABI */
+
 int range_write_lock_killable_nested(struct range_lock_tree *tree,
 				     struct range_lock *lock, int subclass)
 {
@@ -1446,9 +1488,13 @@ static void stats_recount(struct range_lock_tree *tree, struct range_lock_stats 
 	__atomic_store_n(&st->waiting_peak, waiting, __ATOMIC_RELAXED);
 }
 
+/* The counters as an array; 8-aligned (as the struct is) so that i386 does
+ * its atomic 64-bit accesses inline rather than through libatomic. */
+typedef uint64_t stat_word_t __attribute__((aligned(8)));
+
 static void stats_zero(struct range_lock_stats *st)
 {
-	uint64_t *f = (uint64_t *)st;
+	stat_word_t *f = (stat_word_t *)st;
 
 	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
 		__atomic_store_n(&f[i], 0, __ATOMIC_RELAXED);
@@ -1477,7 +1523,7 @@ int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 int range_lock_tree_get_stats(struct range_lock_tree *tree,
 			      struct range_lock_stats *out)
 {
-	const uint64_t *f;
+	const stat_word_t *f;
 	uint64_t *o = (uint64_t *)out;
 
 	if (!tree || !out)
@@ -1488,7 +1534,7 @@ int range_lock_tree_get_stats(struct range_lock_tree *tree,
 		memset(out, 0, sizeof(*out));
 		return -ENODATA;
 	}
-	f = (const uint64_t *)tree->stats;
+	f = (const stat_word_t *)tree->stats;
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		o[i] = __atomic_load_n(&f[i], __ATOMIC_RELAXED);
 	tree_unlock(tree);

@@ -3,7 +3,10 @@
  * The wait/wake backend: block while a 32-bit word holds an expected value,
  * and wake a thread blocked on a word.  One contract, two implementations
  * chosen at configure time: Linux private futexes (wait_futex.c) and a
- * POSIX parking lot of per-thread semaphores (wait_posix.c).
+ * POSIX.1-2008 parking lot (wait_posix.c).  Deadlines are the C library's
+ * struct timespec, 64-bit time_t wherever the C library offers it (the
+ * library is built with _TIME_BITS=64); each backend converts to what its
+ * wait takes.
  *
  * rl_wait() returns
  *   0          woken, or spuriously: the caller must look at the word again;

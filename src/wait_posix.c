@@ -1,92 +1,168 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Wait/wake backend for systems without futex: a parking lot (see wait.h for
- * the contract).  Each word hashes to a bucket with a mutex and a list of
- * parked threads; each thread sleeps on its own POSIX semaphore.
+ * the contract).  Needs POSIX.1-2008 and threads, nothing more: this file is
+ * compiled with -D_POSIX_C_SOURCE=200809L and without _GNU_SOURCE
+ * (src/CMakeLists.txt), so a call outside POSIX fails the build.
  *
- * No lost wake-up, for the same reason as with a futex: a waiter compares
- * the word with @expected under the bucket mutex before it parks, and a
- * waker changes the word before it takes the bucket mutex to unpark.
+ * Each word hashes to one of the library's buckets: a mutex, a list of parked
+ * records, and two condition variables, one on CLOCK_REALTIME and one on
+ * CLOCK_MONOTONIC (pthread_condattr_setclock).  A waiter compares the word
+ * with @expected under the bucket mutex and parks a record there; a waker
+ * changes the word before it takes the mutex to unpark -- so no wake-up is
+ * lost, as with a futex.  The waiter then sleeps:
+ *   - deadline on CLOCK_REALTIME: pthread_cond_timedwait() on the realtime
+ *     condition, so a wall-clock step moves the deadline with it (as
+ *     FUTEX_CLOCK_REALTIME does in the futex backend);
+ *   - deadline on CLOCK_MONOTONIC, or none: the monotonic condition;
+ *     deadlines are passed as they are, never translated, so none overflows;
+ *   - interruptible (no deadline): poll() on the read end of the thread's
+ *     own pipe; the waker writes one byte.  Condition waits never fail with
+ *     EINTR, and semaphore waits hide it on musl until the process installs
+ *     a handler without SA_RESTART; poll() is never restarted (Linux, the
+ *     BSDs, macOS), so every handler that runs ends it with EINTR.
+ * rl_wake_one() unparks the first record of the word: marks it woken and
+ * broadcasts its condition, or writes to its pipe.
  *
- * The parked record lives on the waiter's stack; the waker dequeues it and
- * posts the semaphore under the bucket mutex, and the waiter takes the same
- * mutex before it returns, so nobody touches a record or a semaphore after
- * its thread has left.  A post that arrives after the waiter gave up (timeout,
- * signal) is drained under the mutex, so every sem_wait() return is ours.
+ * Lifetimes: the record lives on the waiter's stack, but the waker touches it
+ * only under the bucket mutex, and the waiter takes that mutex before it
+ * returns; conditions and pipes belong to the library (buckets, and one pipe
+ * per thread, closed when the thread exits), never to the waiter's stack.  A
+ * byte that arrives after an interruptible waiter gave up is read back under
+ * the mutex, so the pipe is empty whenever its thread is not parked.
  *
- * sem_clockwait()/sem_timedwait() report every signal handler with EINTR
- * (they are timed futex waits inside), so interruptible waits use them with
- * a far deadline.
- * sem_wait()/sem_clockwait() are cancellation points: cancellation is
+ * Unexpected errors (EINVAL, a failed initialisation) print a message and
+ * abort, as in the futex backend: looking again would spin forever.
+ * Condition waits and poll() are cancellation points: cancellation is
  * disabled around them, as no wait here may be one (see wait.h).
+ *
+ * macOS lacks pthread_condattr_setclock(), so this file does not build there
+ * as it is; see README.md, "Platforms".
  */
 #include "wait.h"
 
 #if !RANGELOCK_USE_FUTEX
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdbool.h>
 #include <stddef.h>
-
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
-#define USE_SEM_CLOCKWAIT 1
-#else
-#define USE_SEM_CLOCKWAIT 0
-#endif
-
-#if USE_SEM_CLOCKWAIT
-#define SEM_CLOCK CLOCK_MONOTONIC
-#else
-#define SEM_CLOCK CLOCK_REALTIME
-#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define NR_BUCKETS 256
 
 struct parked {
 	_Atomic uint32_t *word;
-	sem_t *sem;
+	pthread_cond_t *cond;     /* wake by broadcast here, or ... */
+	int pipe_w;               /* ... by a byte here (-1: none) */
 	struct parked *next;
-	bool queued;
+	bool queued;              /* in the list: not woken yet */
 };
 
 struct bucket {
 	pthread_mutex_t mutex;
+	pthread_cond_t realtime;  /* waits with a CLOCK_REALTIME deadline */
+	pthread_cond_t monotonic; /* waits on CLOCK_MONOTONIC or untimed */
 	struct parked *head;
 };
 
-static struct bucket buckets[NR_BUCKETS] = {
-	[0 ... NR_BUCKETS - 1] = { PTHREAD_MUTEX_INITIALIZER, NULL },
-};
+static struct bucket buckets[NR_BUCKETS];
+static pthread_once_t buckets_once = PTHREAD_ONCE_INIT;
 
-/*
- * fork(): a parent thread may hold a bucket mutex at the moment of fork,
- * and its parked records stay in the lists.  The child has one thread and
- * none of those: it starts with fresh buckets.  (Taking all 256 mutexes
- * around fork instead would also work, but costs every fork and exceeds
- * ThreadSanitizer's limit of 64 locks held at once.)
- */
-static void buckets_reset_in_child(void)
+/* The thread's pipe for interruptible waits: [0] read, [1] write; -1 until
+ * first needed.  Closed by the key's destructor at thread exit. */
+static _Thread_local int thread_pipe[2] = { -1, -1 };
+static pthread_key_t thread_pipe_key;
+
+static void die(const char *what, int err)
 {
+	fprintf(stderr, "librangelock: %s failed: %s\n", what, strerror(err));
+	abort();
+}
+
+static void check(const char *what, int err)
+{
+	if (err)
+		die(what, err);
+}
+
+static void buckets_init_all(void)
+{
+	pthread_condattr_t mono;
+
+	check("pthread_condattr_init", pthread_condattr_init(&mono));
+	check("pthread_condattr_setclock(CLOCK_MONOTONIC)",
+	      pthread_condattr_setclock(&mono, CLOCK_MONOTONIC));
 	for (int i = 0; i < NR_BUCKETS; i++) {
-		pthread_mutex_init(&buckets[i].mutex, NULL);
+		check("pthread_mutex_init", pthread_mutex_init(&buckets[i].mutex, NULL));
+		check("pthread_cond_init", pthread_cond_init(&buckets[i].realtime, NULL));
+		check("pthread_cond_init", pthread_cond_init(&buckets[i].monotonic, &mono));
 		buckets[i].head = NULL;
 	}
+	pthread_condattr_destroy(&mono);
 }
 
-__attribute__((constructor)) static void buckets_atfork(void)
+static void thread_pipe_close(void *unused)
 {
-	pthread_atfork(NULL, NULL, buckets_reset_in_child);
+	(void)unused;
+	close(thread_pipe[0]);
+	close(thread_pipe[1]);
+	thread_pipe[0] = thread_pipe[1] = -1;
 }
 
-static _Thread_local sem_t thread_sem;
-static _Thread_local bool thread_sem_ready;
+/*
+ * fork(): a parent thread may hold a bucket mutex at the moment of fork, and
+ * its parked records stay in the lists.  The child has one thread and none
+ * of those: it starts with fresh buckets, and with a pipe of its own (the
+ * inherited one is shared with the parent).  (Taking all 256 mutexes around
+ * fork instead would also work, but costs every fork and exceeds
+ * ThreadSanitizer's limit of 64 locks held at once.)
+ */
+static void after_fork_in_child(void)
+{
+	buckets_init_all();
+	if (thread_pipe[0] >= 0)
+		thread_pipe_close(NULL);
+}
+
+static void buckets_init(void)
+{
+	buckets_init_all();
+	check("pthread_key_create", pthread_key_create(&thread_pipe_key, thread_pipe_close));
+	check("pthread_atfork", pthread_atfork(NULL, NULL, after_fork_in_child));
+}
+
+static void thread_pipe_open(void)
+{
+	if (pipe(thread_pipe))
+		die("pipe", errno);
+	if (fcntl(thread_pipe[0], F_SETFD, FD_CLOEXEC) ||
+	    fcntl(thread_pipe[1], F_SETFD, FD_CLOEXEC))
+		die("fcntl", errno);
+	check("pthread_setspecific", pthread_setspecific(thread_pipe_key, thread_pipe));
+}
 
 static struct bucket *bucket_of(_Atomic uint32_t *word)
 {
 	uintptr_t a = (uintptr_t)word;
+
+	pthread_once(&buckets_once, buckets_init);
 	return &buckets[((a >> 2) ^ (a >> 12)) % NR_BUCKETS];
+}
+
+static void lock_bucket(struct bucket *b)
+{
+	check("pthread_mutex_lock", pthread_mutex_lock(&b->mutex));
+}
+
+static void unlock_bucket(struct bucket *b)
+{
+	check("pthread_mutex_unlock", pthread_mutex_unlock(&b->mutex));
 }
 
 static void unlink_parked(struct bucket *b, struct parked *me)
@@ -102,133 +178,109 @@ static void unlink_parked(struct bucket *b, struct parked *me)
 	me->queued = false;
 }
 
-/* Leave the bucket: unpark if nobody did, else drain the post we got. */
-static void leave_bucket(struct bucket *b, struct parked *me, bool got_post)
+/* @sec + @add, saturated at the largest time_t (a signed integer type). */
+static time_t add_seconds(time_t sec, time_t add)
 {
-	pthread_mutex_lock(&b->mutex);
-	if (me->queued)
-		unlink_parked(b, me);
-	else if (!got_post)
-		while (sem_trywait(me->sem) != 0 && errno == EINTR)
-			;
-	pthread_mutex_unlock(&b->mutex);
-}
+	const time_t max = (time_t)((((time_t)1 << (sizeof(time_t) * 8 - 2)) - 1) * 2 + 1);
 
-/* Sleep on @sem until posted or the deadline (NULL: none); returns 0 or
- * the errno.  glibc 2.30+ waits on the deadline's own clock, elsewhere the
- * deadline was translated to CLOCK_REALTIME (a wall-clock step then moves
- * it).  Both report every signal handler as EINTR (timed futex waits). */
-static int sleep_on(sem_t *sem, const struct timespec *deadline)
-{
-	int r;
-
-	if (!deadline)
-		r = sem_wait(sem);
-#if USE_SEM_CLOCKWAIT
-	else
-		r = sem_clockwait(sem, CLOCK_MONOTONIC, deadline);
-#else
-	else
-		r = sem_timedwait(sem, deadline);
-#endif
-	return r ? errno : 0;
+	return sec > max - add ? max : sec + add;
 }
 
 void rl_far_deadline(struct timespec *ts)
 {
 	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += 1000000;
+	ts->tv_sec = add_seconds(ts->tv_sec, 1000000); /* a timeout then is spurious */
 }
 
-/*
- * Translate the deadline @abstime on clock @from into one on clock @to
- * (sem_clockwait() takes CLOCK_MONOTONIC, sem_timedwait() CLOCK_REALTIME).
- * Deadlines more than ~30 years away are clamped, so nothing overflows; a
- * clock step between the two clocks moves the translated deadline, so the
- * caller trusts only @from to decide that the deadline passed.
- */
-static void translate_deadline(clockid_t from, const struct timespec *abstime,
-			       clockid_t to, struct timespec *out)
+/* Sleep on a condition until woken (0) or @deadline passed (-ETIMEDOUT);
+ * called and returns with the bucket mutex held. */
+static int sleep_on_cond(struct bucket *b, struct parked *me,
+			 const struct timespec *deadline)
 {
-	struct timespec now_from, now_to;
-	long long ns, secs;
+	int r = 0;
 
-	if (from == to) {
-		*out = *abstime;
-		return;
+	while (me->queued) {
+		r = deadline ? pthread_cond_timedwait(me->cond, &b->mutex, deadline)
+			     : pthread_cond_wait(me->cond, &b->mutex);
+		if (r == ETIMEDOUT)
+			break;
+		check("pthread_cond_timedwait", r);
 	}
-	clock_gettime(from, &now_from);
-	clock_gettime(to, &now_to);
-	secs = (long long)abstime->tv_sec - (long long)now_from.tv_sec;
-	if (secs > 1000000000LL)
-		secs = 1000000000LL;
-	ns = secs * 1000000000LL + (abstime->tv_nsec - now_from.tv_nsec);
-	if (ns < 0)
-		ns = 0;
-	ns += now_to.tv_nsec;
-	out->tv_sec = now_to.tv_sec + ns / 1000000000LL;
-	out->tv_nsec = ns % 1000000000LL;
+	if (!me->queued)
+		return 0;
+	unlink_parked(b, me);
+	return -ETIMEDOUT;
 }
 
-static bool deadline_passed(clockid_t clockid, const struct timespec *abstime)
+/* Read the one byte a waker wrote to the thread's pipe. */
+static void pipe_take_byte(void)
 {
-	struct timespec now;
+	char c;
+	ssize_t n;
 
-	clock_gettime(clockid, &now);
-	return now.tv_sec > abstime->tv_sec ||
-	       (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
+	while ((n = read(thread_pipe[0], &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		die("read of the wake-up pipe", n < 0 ? errno : EIO);
+}
+
+/* Sleep on the thread's pipe until woken (0) or a signal handler ran
+ * (-EINTR); called without the bucket mutex, returns with it held. */
+static int sleep_on_pipe(struct bucket *b, struct parked *me)
+{
+	struct pollfd pfd = { .fd = thread_pipe[0], .events = POLLIN };
+	int n, err = 0;
+
+	n = poll(&pfd, 1, -1);
+	if (n < 0) {
+		err = errno;
+		if (err != EINTR && err != EAGAIN)
+			die("poll", err);
+	}
+
+	lock_bucket(b);
+	if (me->queued)
+		unlink_parked(b, me); /* no byte was written */
+	else
+		pipe_take_byte();     /* written under the mutex: it is there */
+	return err == EINTR ? -EINTR : 0;
 }
 
 int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	    const struct timespec *abstime, unsigned flags)
 {
 	struct bucket *b = bucket_of(word);
+	bool use_pipe = !abstime && (flags & RL_WAIT_INTERRUPTIBLE);
 	struct parked me;
-	struct timespec far, converted, *deadline = NULL;
-	int err, oldstate;
+	int r, oldstate;
 
 	if (abstime && abstime->tv_sec < 0)
 		return -ETIMEDOUT; /* before the epoch: past, whatever the clock */
-	if (!thread_sem_ready) {
-		sem_init(&thread_sem, 0, 0);
-		thread_sem_ready = true;
-	}
-	if (!abstime && (flags & RL_WAIT_INTERRUPTIBLE)) {
-		rl_far_deadline(&far);
-		abstime = &far;
-		clockid = CLOCK_MONOTONIC;
-	}
+	if (use_pipe && thread_pipe[0] < 0)
+		thread_pipe_open();
 
-	pthread_mutex_lock(&b->mutex);
+	lock_bucket(b);
 	if (atomic_load_explicit(word, memory_order_relaxed) != expected) {
-		pthread_mutex_unlock(&b->mutex);
+		unlock_bucket(b);
 		return -EAGAIN;
 	}
 	me.word = word;
-	me.sem = &thread_sem;
+	me.cond = abstime && clockid == CLOCK_REALTIME ? &b->realtime : &b->monotonic;
+	me.pipe_w = use_pipe ? thread_pipe[1] : -1;
 	me.next = b->head;
 	me.queued = true;
 	b->head = &me;
-	pthread_mutex_unlock(&b->mutex);
 
-	if (abstime) {
-		translate_deadline(clockid, abstime, SEM_CLOCK, &converted);
-		deadline = &converted;
-	}
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
-	err = sleep_on(&thread_sem, deadline);
-	pthread_setcancelstate(oldstate, NULL);
-	leave_bucket(b, &me, err == 0);
-
-	if (err == EINTR)
-		return -EINTR;
-	if (err == ETIMEDOUT) {
-		/* The realtime clock may have jumped: trust only @clockid. */
-		if (abstime == &far || !deadline_passed(clockid, abstime))
-			return 0;
-		return -ETIMEDOUT;
+	if (use_pipe) {
+		unlock_bucket(b);
+		r = sleep_on_pipe(b, &me);
+	} else {
+		r = sleep_on_cond(b, &me, abstime);
 	}
-	return 0;
+	unlock_bucket(b);
+	pthread_setcancelstate(oldstate, NULL);
+	return r;
 }
 
 void rl_wake_one(_Atomic uint32_t *word)
@@ -236,15 +288,25 @@ void rl_wake_one(_Atomic uint32_t *word)
 	struct bucket *b = bucket_of(word);
 	struct parked *p;
 
-	pthread_mutex_lock(&b->mutex);
+	lock_bucket(b);
 	for (p = b->head; p; p = p->next) {
 		if (p->word == word) {
 			unlink_parked(b, p);
-			sem_post(p->sem);
+			if (p->pipe_w >= 0) {
+				ssize_t n;
+
+				while ((n = write(p->pipe_w, "", 1)) < 0 && errno == EINTR)
+					;
+				if (n != 1)
+					die("write to a wake-up pipe", n < 0 ? errno : EIO);
+			} else {
+				check("pthread_cond_broadcast",
+				      pthread_cond_broadcast(p->cond));
+			}
 			break;
 		}
 	}
-	pthread_mutex_unlock(&b->mutex);
+	unlock_bucket(b);
 }
 
 #endif /* !RANGELOCK_USE_FUTEX */

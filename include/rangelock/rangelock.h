@@ -34,10 +34,12 @@
  *    policy is several times faster there: README, "Performance").
  *
  * Two objects:
- *  - struct range_lock_tree: the lock of the whole resource (64 bytes);
+ *  - struct range_lock_tree: the lock of the whole resource (64 bytes; 48
+ *    with 32-bit pointers);
  *  - struct range_lock: one request, a range, usually on the caller's stack
- *    (64 bytes).  It belongs to the tree from the lock call until the unlock
- *    call returns and must not be moved, reused or freed in between.
+ *    (64 bytes; 56 with 32-bit pointers).  It belongs to the tree from the
+ *    lock call until the unlock call returns and must not be moved, reused
+ *    or freed in between.
  *
  * Conventions, for every call below:
  *  - Ranges are uint64_t and inclusive at both ends; RANGE_LOCK_FULL is the
@@ -114,6 +116,39 @@
 extern "C" {
 #endif
 
+/*
+ * The structs are 8-byte aligned on every target (i386 aligns uint64_t to 4
+ * by default): the library tags request pointers with their 3 low bits.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define RANGELOCK_ALIGN8 __attribute__((aligned(8)))
+#else
+#define RANGELOCK_ALIGN8
+#endif
+
+/*
+ * 64-bit time on 32-bit glibc targets (i386, armhf, ...): struct timespec
+ * there has a 32-bit tv_sec unless the program is built with _TIME_BITS=64
+ * (glibc 2.34+).  The library exports both ABIs of the timed calls, as glibc
+ * does for its own: range_*_timedlock takes the 32-bit struct timespec, and
+ * range_*_timedlock_time64 the 64-bit one.  A program built with
+ * _TIME_BITS=64 calls the latter under the usual names (a symbol redirect),
+ * so a program and the library never disagree on the layout.  On 64-bit
+ * targets and on musl (64-bit time_t everywhere) there is one ABI and no
+ * _time64 symbol.
+ */
+#if defined(__GLIBC__) && defined(__TIMESIZE) && __TIMESIZE == 32 && \
+	(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+#define RANGELOCK_TIME64_ABI 1
+#else
+#define RANGELOCK_TIME64_ABI 0
+#endif
+#if RANGELOCK_TIME64_ABI && defined(__USE_TIME_BITS64)
+#define RANGELOCK_TIME64_REDIRECT(name) __asm__(#name "_time64")
+#else
+#define RANGELOCK_TIME64_REDIRECT(name)
+#endif
+
 #define RANGELOCK_VERSION_MAJOR 0
 #define RANGELOCK_VERSION_MINOR 1
 #define RANGELOCK_VERSION_PATCH 0
@@ -130,7 +165,7 @@ extern "C" {
  * or RANGE_LOCK_INITIALIZER().  A request can be locked and unlocked any
  * number of times, one use after the other.
  */
-struct range_lock {
+struct RANGELOCK_ALIGN8 range_lock {
 	struct range_lock *rb_left;   /* interval-tree links */
 	struct range_lock *rb_right;
 	uintptr_t rb_parent_flags;    /* parent | colour, reader, in-tree bits */
@@ -150,7 +185,7 @@ struct range_lock_file; /* private: a tree's second level (file_lock.c) */
  * Private fields; initialise with range_lock_tree_init() or
  * RANGE_LOCK_TREE_INITIALIZER().  Not process-shared.
  */
-struct range_lock_tree {
+struct RANGELOCK_ALIGN8 range_lock_tree {
 	uintptr_t lock_word;          /* internal lock, or the fast holder */
 	struct range_lock *root;      /* interval tree of all requests */
 	struct range_lock *leftmost;  /* request with the smallest start */
@@ -401,16 +436,22 @@ RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
  * greater than or equal to 1000 million" (POSIX's words: the only invalid
  * timespecs).  A negative tv_sec is valid: a deadline that has passed, so
  * -ETIMEDOUT when the call would have to wait (as glibc).
+ *
+ *
+ * On 32-bit glibc targets a program built with _TIME_BITS=64 calls
+ * range_read_timedlock_time64() under this name (see RANGELOCK_TIME64_ABI).
  */
 RANGELOCK_API int range_read_timedlock(struct range_lock_tree *tree,
 				       struct range_lock *lock,
 				       clockid_t clockid,
-				       const struct timespec *abstime);
+				       const struct timespec *abstime)
+	RANGELOCK_TIME64_REDIRECT(range_read_timedlock);
 /** range_write_timedlock() - the writer's range_read_timedlock(). */
 RANGELOCK_API int range_write_timedlock(struct range_lock_tree *tree,
 					struct range_lock *lock,
 					clockid_t clockid,
-					const struct timespec *abstime);
+					const struct timespec *abstime)
+	RANGELOCK_TIME64_REDIRECT(range_write_timedlock);
 
 /**
  * range_read_unlock() - release a range held for reading.
@@ -468,7 +509,7 @@ RANGELOCK_API int range_write_lock_killable_nested(struct range_lock_tree *tree,
  * wait (granted or not); wait times are in nanoseconds of CLOCK_MONOTONIC and
  * are measured only for those.
  */
-struct range_lock_stats {
+struct RANGELOCK_ALIGN8 range_lock_stats {
 	uint64_t read_acquired;       /* read holds granted */
 	uint64_t write_acquired;      /* write holds granted */
 	uint64_t contended;           /* lock calls that had to wait */

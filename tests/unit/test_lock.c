@@ -60,14 +60,17 @@ static void *locker_main(void *arg)
 	case C_WRITE_KILL: r = range_write_lock_killable(l->tree, &l->req); break;
 	case C_READ_TIMED:
 		deadline_in(l->clk, l->timeout_ms, &ts);
-		if (!l->timeout_ms) /* 0: a deadline ~292 years away */
-			ts.tv_sec = INT64_MAX / 1000000000LL;
+		if (!l->timeout_ms) /* 0: a deadline ~292 years away (2038
+				     * where time_t has 32 bits) */
+			ts.tv_sec = sizeof(time_t) > 4 ? (time_t)(INT64_MAX / 1000000000LL)
+						       : (time_t)INT32_MAX;
 		r = range_read_timedlock(l->tree, &l->req, l->clk, &ts);
 		break;
 	case C_WRITE_TIMED:
 		deadline_in(l->clk, l->timeout_ms, &ts);
 		if (!l->timeout_ms)
-			ts.tv_sec = INT64_MAX / 1000000000LL;
+			ts.tv_sec = sizeof(time_t) > 4 ? (time_t)(INT64_MAX / 1000000000LL)
+						       : (time_t)INT32_MAX;
 		r = range_write_timedlock(l->tree, &l->req, l->clk, &ts);
 		break;
 	}
@@ -203,8 +206,12 @@ static void test_init_and_destroy(void **state)
 		range_read_unlock(&tree, &a);
 	}
 	assert_string_equal(rangelock_version(), RANGELOCK_VERSION_STRING);
-	assert_int_equal(sizeof(struct range_lock), 64);
-	assert_int_equal(sizeof(struct range_lock_tree), 64);
+	/* The sizes the README states: 64 and 64 with 64-bit pointers, 56 and
+	 * 48 with 32-bit ones; 8-aligned everywhere (fast-path tag bits). */
+	assert_int_equal(sizeof(struct range_lock), sizeof(void *) == 8 ? 64 : 56);
+	assert_int_equal(sizeof(struct range_lock_tree), sizeof(void *) == 8 ? 64 : 48);
+	assert_int_equal(_Alignof(struct range_lock), 8);
+	assert_int_equal(_Alignof(struct range_lock_stats), 8);
 }
 
 /* ---- trylock ---------------------------------------------------------- */
@@ -698,24 +705,39 @@ static void test_timedlock_times_out(void **state)
  * not block readers): g's give-up must not decrement r, or r would run
  * while held still writes.  w counted g and must be decremented.
  */
-static void giveup_case(enum call g_call, bool timeout)
+/* Returns false (after cleaning up) when a timed g left before r and w were
+ * both in the tree -- a loaded machine -- so the case must run again with a
+ * longer timeout. */
+static bool giveup_case_try(enum call g_call, bool timeout, long timeout_ms)
 {
 	struct range_lock_tree tree;
 	struct range_lock held;
 	struct locker g, r, w;
+	bool arrived;
 
 	install_handler(false);
 	new_tree(&tree);
 	range_lock_init(&held, 0, 9);
 	range_write_lock(&tree, &held);
-	/* g's deadline must not pass before r and w are queued behind it
-	 * (wait_for_waiters would then never see 2 and 3): 150 ms was too
-	 * short for two thread starts under ThreadSanitizer on a loaded
-	 * machine. */
-	start_timed(&g, &tree, g_call, 0, 9, timeout ? 1500 : 100000);
-	assert_true(wait_for_waiters(&tree, 1));
-	start_waiting(&r, &tree, C_READ, 0, 9, 2);
-	start_waiting(&w, &tree, C_WRITE, 0, 9, 3);
+	start_timed(&g, &tree, g_call, 0, 9, timeout ? timeout_ms : 100000);
+	arrived = wait_for_waiters(&tree, 1);
+	start(&r, &tree, C_READ, 0, 9);
+	arrived = arrived && wait_for_waiters(&tree, 2);
+	start(&w, &tree, C_WRITE, 0, 9);
+	arrived = arrived && wait_for_waiters(&tree, 3);
+	if (!arrived) {
+		assert_true(timeout); /* only a timeout can end g this early */
+		range_write_unlock(&tree, &held);
+		/* Release all before joining any: r may wait behind w. */
+		atomic_store(&g.release, 1);
+		atomic_store(&r.release, 1);
+		atomic_store(&w.release, 1);
+		finish(&g);
+		finish(&r);
+		finish(&w);
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+		return false;
+	}
 	if (!timeout)
 		assert_true(interrupt_until_done(&g));
 	assert_true(wait_done(&g));
@@ -732,6 +754,17 @@ static void giveup_case(enum call g_call, bool timeout)
 	assert_true(wait_done(&w));
 	finish(&w);
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	return true;
+}
+
+static void giveup_case(enum call g_call, bool timeout)
+{
+	long ms = 150;
+
+	while (!giveup_case_try(g_call, timeout, ms)) {
+		ms *= 4;
+		assert_true(ms <= 10000);
+	}
 }
 
 static void test_giveup_unaccounting(void **state)
@@ -1133,6 +1166,105 @@ static void test_timedlock_far_deadline(void **state)
 	assert_true(cpu.tv_sec == 0 && cpu.tv_nsec < 40000000L);
 }
 
+/*
+ * 64-bit time (issue 16): a deadline reaches the kernel whole, whatever the
+ * target and _TIME_BITS.  Passing the C library's 64-bit struct timespec to
+ * the old 32-bit futex call cuts it to whole seconds on little-endian
+ * targets (an early -ETIMEDOUT) and makes it EINVAL on big-endian ones (an
+ * abort).  So: deadlines with tv_nsec = 0.9 s, on both clocks at once, must
+ * time out no earlier than asked; and where time_t has 64 bits, a deadline
+ * past 2038 must wait (no timeout, no abort) until the grant.
+ */
+struct timed_probe {
+	pthread_t th;
+	struct range_lock_tree *tree;
+	clockid_t clk;
+	struct timespec deadline, after;
+	int ret;
+};
+
+static void *timed_probe_main(void *arg)
+{
+	struct timed_probe *p = arg;
+	struct range_lock req;
+
+	range_lock_init(&req, 0, 9);
+	p->ret = range_write_timedlock(p->tree, &req, p->clk, &p->deadline);
+	clock_gettime(p->clk, &p->after);
+	if (p->ret == 0)
+		range_write_unlock(p->tree, &req);
+	return NULL;
+}
+
+static bool timespec_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static void timedlock_time64_checks(void)
+{
+	struct range_lock_tree tree;
+	struct range_lock held;
+	struct timed_probe p[2];
+
+	new_tree(&tree);
+	range_lock_init(&held, 0, 9);
+	range_read_lock(&tree, &held);
+	for (int i = 0; i < 2; i++) {
+		memset(&p[i], 0, sizeof(p[i]));
+		p[i].tree = &tree;
+		p[i].clk = i ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+		clock_gettime(p[i].clk, &p[i].deadline);
+		p[i].deadline.tv_sec += 1; /* 0.9 .. 1.9 s away */
+		p[i].deadline.tv_nsec = 900000000L;
+		pthread_create(&p[i].th, NULL, timed_probe_main, &p[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(p[i].th, NULL);
+		assert_int_equal(p[i].ret, -ETIMEDOUT);
+		assert_false(timespec_before(&p[i].after, &p[i].deadline));
+	}
+
+	if (sizeof(time_t) > 4) {
+		/* 2100-01-01T00:00:00.999999999 on the wall clock. */
+		uint64_t t0, waited;
+
+		memset(&p[0], 0, sizeof(p[0]));
+		p[0].tree = &tree;
+		p[0].clk = CLOCK_REALTIME;
+		p[0].deadline.tv_sec = (time_t)4102444800LL;
+		p[0].deadline.tv_nsec = 999999999L;
+		t0 = mono_ns();
+		pthread_create(&p[0].th, NULL, timed_probe_main, &p[0]);
+		assert_true(wait_for_waiters(&tree, 1));
+		sleep_ms(100);
+		range_read_unlock(&tree, &held);
+		pthread_join(p[0].th, NULL);
+		waited = mono_ns() - t0;
+		assert_int_equal(p[0].ret, 0);
+		assert_true(waited >= 90000000u);
+	} else {
+		range_read_unlock(&tree, &held);
+	}
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/* Set on 32-bit futex builds of the static test variants (wait_futex.c):
+ * forces the fallback from SYS_futex_time64 to SYS_futex (kernels < 5.1). */
+extern _Atomic int rl_futex_time64_missing __attribute__((weak));
+
+static void test_timedlock_time64(void **state)
+{
+	(void)state;
+	timedlock_time64_checks();
+	if (&rl_futex_time64_missing) {
+		atomic_store(&rl_futex_time64_missing, 1);
+		timedlock_time64_checks(); /* 2100 is clamped to 2038 there */
+		atomic_store(&rl_futex_time64_missing, 0);
+	}
+}
+
 /* fork(): the child may use a new tree even while parent threads were in
  * the middle of lock calls (their backend state must not be inherited
  * locked). */
@@ -1402,6 +1534,7 @@ int main(void)
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_dump_not_cancelled_holding_lock),
 		cmocka_unit_test(test_timedlock_far_deadline),
+		cmocka_unit_test(test_timedlock_time64),
 		cmocka_unit_test(test_fork_child_uses_new_tree),
 		cmocka_unit_test(test_policy_setting),
 #ifdef RL_TEST_LONG_HANDOFF

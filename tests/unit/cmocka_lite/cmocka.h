@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The part of CMocka's API the unit tests use, for cross builds (i386,
+ * aarch64, s390x) where no CMocka is installed for the target
+ * (-DRANGELOCK_CMOCKA_LITE=ON).  Same output shape ("[ RUN ]", "[ OK ]",
+ * "[ FAILED ]"), exit status = number of failed tests.  A failed assert
+ * longjmps out of its test when on the main thread and ends the program
+ * otherwise (CMocka's own behaviour off the main thread is exit 255).
+ */
+#ifndef CMOCKA_LITE_H
+#define CMOCKA_LITE_H
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct CMUnitTest {
+	const char *name;
+	void (*test_func)(void **state);
+};
+#define cmocka_unit_test(f) { #f, f }
+
+static jmp_buf cmocka_lite_env;
+static pthread_t cmocka_lite_main;
+
+static inline void print_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static inline void print_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+static inline __attribute__((noreturn)) void
+cmocka_lite_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s:%d: error: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (!pthread_equal(pthread_self(), cmocka_lite_main))
+		exit(255);
+	longjmp(cmocka_lite_env, 1);
+}
+
+#define fail_msg(...) cmocka_lite_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define fail() fail_msg("fail()")
+#define assert_true(c) \
+	do { if (!(c)) fail_msg("%s is not true", #c); } while (0)
+#define assert_false(c) \
+	do { if (c) fail_msg("%s is not false", #c); } while (0)
+#define assert_non_null(p) \
+	do { if (!(p)) fail_msg("%s is NULL", #p); } while (0)
+#define assert_null(p) \
+	do { if (p) fail_msg("%s is not NULL", #p); } while (0)
+#define assert_ptr_equal(a, b) \
+	do { const void *a_ = (a), *b_ = (b); \
+	     if (a_ != b_) fail_msg("%p != %p", a_, b_); } while (0)
+/* As CMocka: compared as unsigned, printed in decimal. */
+#define assert_int_equal(a, b) \
+	do { uintmax_t a_ = (uintmax_t)(a), b_ = (uintmax_t)(b); \
+	     if (a_ != b_) fail_msg("%" PRIuMAX " != %" PRIuMAX, a_, b_); } while (0)
+#define assert_string_equal(a, b) \
+	do { const char *a_ = (a), *b_ = (b); \
+	     if (strcmp(a_, b_)) fail_msg("\"%s\" != \"%s\"", a_, b_); } while (0)
+
+#define cmocka_run_group_tests(tests, setup, teardown) \
+	cmocka_lite_run(tests, sizeof(tests) / sizeof((tests)[0]))
+
+static inline int cmocka_lite_run(const struct CMUnitTest *tests, size_t n)
+{
+	/* volatile: changed between setjmp and longjmp */
+	volatile int failed = 0;
+
+	cmocka_lite_main = pthread_self();
+	printf("[==========] Running %zu test(s).\n", n);
+	for (volatile size_t i = 0; i < n; i++) {
+		printf("[ RUN      ] %s\n", tests[i].name);
+		fflush(stdout);
+		if (setjmp(cmocka_lite_env) == 0) {
+			tests[i].test_func(NULL);
+			printf("[       OK ] %s\n", tests[i].name);
+		} else {
+			printf("[  FAILED  ] %s\n", tests[i].name);
+			failed++;
+		}
+		fflush(stdout);
+	}
+	printf("[==========] %zu test(s) run, %d failed.\n", n, failed);
+	return failed;
+}
+
+#endif /* CMOCKA_LITE_H */
