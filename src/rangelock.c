@@ -105,6 +105,7 @@
 
 #include <rangelock/rangelock.h>
 
+#include "annotate.h"
 #include "checks.h"
 #include "interval_tree.h"
 #include "tree_lock.h"
@@ -290,8 +291,11 @@ static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *
 {
 	struct range_lock_stats *st = tree->stats;
 	bool reader = is_reader(waiter);
-	uint32_t old = atomic_fetch_sub_explicit(wait_word(waiter), ONE_BLOCKER,
-						 memory_order_release);
+	uint32_t old;
+
+	rl_hb_release(wait_word(waiter)); /* BEFORE: a grant is the last touch */
+	old = atomic_fetch_sub_explicit(wait_word(waiter), ONE_BLOCKER,
+					memory_order_release);
 
 	if ((old >> 1) == 2 && (old & SLEEPING)) {
 		/* Next in line now, and asleep: wake it so that it spins for
@@ -470,6 +474,7 @@ struct waiter {
 	struct range_lock_tree *tree;
 	struct range_lock *lock;
 	enum wait_kind kind;
+	bool reader;              /* for the probes: never read lock's flags unlocked */
 	clockid_t clockid;
 	const struct timespec *abstime;
 	uint64_t wait_start_ns;   /* 0 unless statistics time this wait */
@@ -626,6 +631,7 @@ static void withdraw_on_cancel(void *arg)
 {
 	struct waiter *w = arg;
 
+	rl_probe_give_up(w->tree, w->lock, w->reader, -ECANCELED);
 	withdraw_request(w, GIVE_UP_CANCEL);
 }
 
@@ -645,11 +651,19 @@ static int wait_for_grant(struct waiter *w)
 	struct range_lock_stats *st = stats_of(w->tree);
 	int r;
 
+	rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
 	w->wait_start_ns = st ? now_ns() : 0;
 	if (w->kind == WAIT_KILLABLE)
 		r = wait_loop_killable(w);
 	else
 		r = wait_loop(w);
+	if (r == 0) {
+		/* Granted, however it was seen: the granter's release. */
+		rl_hb_acquire_last(wait_word(w->lock));
+		rl_probe_wait(wait_end, w->tree, w->lock, w->reader);
+	} else {
+		rl_probe_give_up(w->tree, w->lock, w->reader, r);
+	}
 	/* Granted: the request is held, so the storage still lives. */
 	if (r == 0 && st)
 		stat_wait_time(st, now_ns() - w->wait_start_ns);
@@ -725,6 +739,7 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	if (blockers) {
 		w->tree = tree;
 		w->lock = lock;
+		w->reader = reader;
 		r = wait_for_grant(w);
 		if (r)
 			return r;
@@ -998,6 +1013,10 @@ int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 	if (tree->stats && tree->stats != storage) {
 		r = -EBUSY;
 	} else if (!tree->stats) {
+		/* Atomics without tree_lock (waiters' wait times, readers
+		 * of the pointer): Valgrind's tools must not check them. */
+		rl_race_ok(storage, sizeof(*storage));
+		rl_race_ok(&tree->stats, sizeof(tree->stats));
 		stats_zero(storage);
 		stats_recount(tree, storage);
 		/* release: a waiter that sees the pointer sees zeroed counters */
