@@ -42,7 +42,10 @@ __attribute__((constructor)) static void rl_tools_detect(void)
 #if RANGELOCK_VALGRIND
 	/* Only the race detectors need to be told; memcheck & co. do not. */
 	if (RUNNING_ON_VALGRIND) {
-		if (VALGRIND_HG_GET_ABITS(&tools, NULL, sizeof(tools)) != -2)
+		/* Helgrind answers with the number of addressable bytes;
+		 * other tools leave a default (which the header's macro
+		 * mangles into 0xfffffffe: do not compare with -2). */
+		if (VALGRIND_HG_GET_ABITS(&tools, NULL, sizeof(tools)) == sizeof(tools))
 			tools |= RL_TOOL_VALGRIND | RL_TOOL_HELGRIND;
 		else if (DRD_GET_DRD_THREADID != 0)
 			tools |= RL_TOOL_VALGRIND | RL_TOOL_DRD;
@@ -80,6 +83,12 @@ void rl_hb_release_slow(const void *key)
 						key, 0, 0, 0, 0);
 	}
 #endif
+}
+
+uintptr_t rl_hb_release_pass_slow(const void *key, uintptr_t v)
+{
+	rl_hb_release_slow(key);
+	return v;
 }
 
 void rl_hb_acquire_slow(const void *key, int last)

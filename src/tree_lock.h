@@ -85,18 +85,21 @@ static inline uintptr_t tree_lock_acquire(tree_word_t *word)
 /* Drop the internal lock; @nonempty: the tree holds requests. */
 static inline void tree_lock_release(tree_word_t *word, bool nonempty)
 {
-	uintptr_t old;
+	uintptr_t old, v = nonempty ? TL_NONEMPTY : 0;
 
-	rl_hb_release(word); /* before: after it the tree may be freed */
-	old = atomic_exchange_explicit(word, nonempty ? TL_NONEMPTY : 0,
-				       memory_order_release);
+	/* Before the exchange: after it the tree may be freed.  The _pass
+	 * form hands @v through, so that it need not live across the call. */
+	v = rl_hb_release_pass(word, v);
+	old = atomic_exchange_explicit(word, v, memory_order_release);
 
 	if (__builtin_expect(old & TL_SLEEPERS, 0))
 		rl_wake_one(tree_word_futex(word));
 }
 
-/* The fast path: hold an empty, free tree with @fast = request | TL_FAST_x. */
-static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
+/* tree_fast_acquire() when a race detector runs (annotate.h, edge 3); out
+ * of line, so that the uncontended lock tests the tool flag only once. */
+static __attribute__((noinline, cold)) bool
+tree_fast_acquire_annotated(tree_word_t *word, uintptr_t fast)
 {
 	uintptr_t expected = 0;
 	bool held;
@@ -108,6 +111,18 @@ static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
 	if (held)
 		rl_hb_acquire(word);
 	return held;
+}
+
+/* The fast path: hold an empty, free tree with @fast = request | TL_FAST_x. */
+static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
+{
+	uintptr_t expected = 0;
+
+	if (rl_tools_on())
+		return tree_fast_acquire_annotated(word, fast);
+	return atomic_compare_exchange_strong_explicit(word, &expected, fast,
+						       memory_order_acq_rel,
+						       memory_order_relaxed);
 }
 
 /* Release a fast hold; false if it was materialised meanwhile. */
