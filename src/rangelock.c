@@ -77,6 +77,9 @@
  *   - Reads of wait_word under tree_lock: relaxed for validation (only a
  *     granter, holding tree_lock, can change the count); acquire in the
  *     give-up path, which may keep a grant and enter the critical section.
+ *   Race detectors (ThreadSanitizer, Helgrind, DRD) cannot see these
+ *   orders in an uninstrumented library: annotate.h tells them about each
+ *   edge, and lists where each annotation goes.
  *
  * Rule from ../FUTEX-RULES.md: nobody touches a request after its grant is
  * visible, except through the futex address itself.  A granter keeps the

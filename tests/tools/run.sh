@@ -2,7 +2,7 @@
 # Race detectors and tracers against the normal librangelock (ctest; exit 77
 # = skipped, with the reason on stdout).  See tools_prog.c.
 #   run.sh tsan CC SRCDIR LIBDIR WORKDIR clean|racy
-#   run.sh valgrind TOOL PROGRAM clean|racy
+#   run.sh valgrind TOOL PROGRAM clean|racy VALGRIND_SUPPORT(0|1)
 #   run.sh probes LIBRARY HAVE_SDT
 #   run.sh tracer LIBRARY PROGRAM
 set -u
@@ -38,7 +38,9 @@ tsan)
 	echo "$out" | grep -q "tools_prog: ok" || fail "wrong counts"
 	;;
 valgrind)
-	tool=$2 prog=$3 mode=$4
+	tool=$2 prog=$3 mode=$4 support=$5
+	[ "$support" = 1 ] ||
+		skip "library built with RANGELOCK_VALGRIND=OFF: $tool is not told about the lock"
 	command -v valgrind >/dev/null 2>&1 ||
 		skip "valgrind not installed (apt-get install valgrind)"
 	out=$(valgrind --tool="$tool" --error-exitcode=3 "$prog" 2>&1); rc=$?
