@@ -12,9 +12,11 @@
  * COST.  Each call is one load of a hidden flag and a branch predicted not
  * taken; the flag (rl_tools) is set once, at load time, when a
  * ThreadSanitizer runtime is present (weak __tsan_acquire resolved: gcc's
- * and clang's runtimes both export it) or the program runs on Valgrind
- * (RUNNING_ON_VALGRIND, cached: a client request on every call would cost
- * more).  Only then do the out-of-line functions in annotate.c run.
+ * and clang's runtimes both export it) or the program runs under Helgrind
+ * or DRD (asked once through client requests and cached: a request on
+ * every call would cost more; memcheck, callgrind & co. need nothing and
+ * leave the flag 0).  Only then do the out-of-line functions in annotate.c
+ * run.
  * Built with -fsanitize=thread itself, the library needs no annotations
  * (its atomics are instrumented) and they compile out, so that an
  * instrumented test suite checks the real memory orders, not these calls.
@@ -47,8 +49,9 @@
  * cannot tell an atomic access from a plain one, and a waiter's load that
  * reads its grant necessarily races, for them, with the granter's store.
  * A release annotation comes before the atomic, so every write to a key is
- * preceded by that exclusion; Helgrind/DRD re-include memory that is freed
- * and reallocated (heap, or a new stack frame).
+ * preceded by that exclusion.  Helgrind checks the bytes again once they
+ * are reallocated (heap, or a new stack frame), as its manual says of
+ * VALGRIND_HG_DISABLE_CHECKING, so a user's later data there is checked.
  *
  * WHY KEYS ARE THE WORDS, AND WHY RELEASE COMES FIRST.
  *   - The internal lock: key = the tree's lock word.  The tree lives as long
@@ -103,7 +106,10 @@
  * between them is reported only when they overlap in time.
  *
  * USDT PROBES (provider "rangelock", <sys/sdt.h>; compiled out without it),
- * on the slow path only, never on an uncontended lock or unlock:
+ * on the slow path only, never on an uncontended lock or unlock.  Sites:
+ * wait_for_grant() (all three) and withdraw_on_cancel() (give-up by
+ * cancellation).  Their arguments never read a request's tree fields
+ * without tree_lock (hence struct waiter's reader flag).
  *   rangelock:wait_begin  (tree, request, start, last, is_reader)
  *       a request found conflicting requests and starts waiting.
  *   rangelock:wait_end    (tree, request, start, last, is_reader)
