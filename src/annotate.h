@@ -101,6 +101,12 @@
  *      rl_hb_acquire_last(wait_word).
  *   7. Statistics storage and tree->stats (atomics without tree_lock):
  *      rl_race_ok() when statistics are enabled.
+ *   8. (Issue 12) An overtaker's atomic add to a waiter's word is no edge
+ *      (it is made under tree_lock), but it is a write by another thread
+ *      that may come before any put_blocker(): precede it with
+ *      rl_race_ok(wait_word, sizeof(uint32_t)) so that Helgrind does not
+ *      flag it against the waiter's own SLEEPING CAS.  Setting HANDOFF and
+ *      claiming are the owner's own writes: nothing to add.
  * Blind spot (README): two critical sections on disjoint ranges, one after
  * the other, are ordered through edges 1-2, as they really are; a race
  * between them is reported only when they overlap in time.
