@@ -171,9 +171,9 @@ incom {
 	add(name, decl)
 	next
 }
-/^struct [a-z_]+ \{$/ && cur {
-	name = "struct_" $2
-	decl = $0
+/^struct ([A-Z0-9_]+ )?[a-z_]+ \{$/ && cur {
+	name = "struct_" $(NF - 1)
+	decl = $0; sub(/ RANGELOCK_ALIGN8/, "", decl)
 	while ((getline l) > 0) {
 		gsub(/\t/, "        ", l)
 		decl = decl "\n" l

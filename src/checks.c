@@ -75,9 +75,9 @@ void rl_check_tree(const struct range_lock_tree *tree)
 
 	count = 0;
 	for (n = first; n; n = itree_next_inorder(n))
-		count += !is_held(n);
+		count += blocking_of(n) != 0;
 	if (count != tree->nr_waiting)
-		tree_broken(tree, "nr_waiting differs from the waiting requests", NULL, NULL);
+		tree_broken(tree, "nr_waiting differs from the requests with blockers", NULL, NULL);
 
 	for (n = first; n; prev = n, n = itree_next_inorder(n)) {
 		uint32_t expect = 0;

@@ -100,6 +100,9 @@
  *   - Reads of wait_word under tree_lock: relaxed for decisions (only
  *     tree_lock holders change the count); acquire in the give-up and claim
  *     paths, which may keep a grant and enter the critical section.
+ *   Race detectors (ThreadSanitizer, Helgrind, DRD) cannot see these
+ *   orders in an uninstrumented library: annotate.h tells them about each
+ *   edge, and lists where each annotation goes.
  *
  * Rule from ../FUTEX-RULES.md: nobody touches a request after its grant is
  * visible, except through the futex address itself.  A granter keeps the
@@ -129,6 +132,7 @@
 
 #include <rangelock/rangelock.h>
 
+#include "annotate.h"
 #include "checks.h"
 #include "file_lock.h"
 #include "interval_tree.h"
@@ -346,6 +350,8 @@ static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *
 	_Atomic uint32_t *word = wait_word(waiter);
 	uint32_t old = atomic_load_explicit(word, memory_order_relaxed), new;
 
+	rl_hb_release(word); /* BEFORE: a grant is the last touch */
+
 	/* A CAS loop: the waiter may flip SLEEPING meanwhile (only it, and
 	 * only while it has blockers); everything else changes under
 	 * tree_lock, which we hold. */
@@ -360,6 +366,8 @@ static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *
 							memory_order_release,
 							memory_order_relaxed));
 
+	if (new == ELIGIBLE)
+		tree->nr_waiting--; /* it counts nobody now: no walk needed for it */
 	if (new != 0) {
 		/* Next in line now and asleep, or eligible: wake it, to spin
 		 * for its grant or to claim the range (to the waiter an
@@ -437,10 +445,18 @@ static uint64_t overtake(struct range_lock_tree *tree, const struct range_lock *
 	struct range_lock *n;
 
 	itree_foreach(n, tree->root, lock->start, lock->last) {
-		if (conflict(reader, is_reader(n)))
-			atomic_fetch_add_explicit(wait_word(n), ONE_BLOCKER,
-						  memory_order_relaxed);
+		if (!conflict(reader, is_reader(n)))
+			continue;
+		rl_race_ok(wait_word(n), sizeof(uint32_t)); /* annotate.h, edge 8 */
+		/* An ELIGIBLE waiter (count 0) has a blocker again: it counts in
+		 * nr_waiting once more, or our unlock would skip its walk. */
+		if (atomic_fetch_add_explicit(wait_word(n), ONE_BLOCKER,
+					      memory_order_relaxed) == ELIGIBLE)
+			tree->nr_waiting++;
 	}
+	/* No wrap: every waiter has a seqnum >= 1, since the request it
+	 * first waited for entered before it (seqnum 0 goes to the first
+	 * request of a tree, which nothing can be waiting for). */
 	return scan->first_seq - 1;
 }
 
@@ -579,6 +595,7 @@ struct waiter {
 	struct range_lock_tree *tree;
 	struct range_lock *lock;
 	enum wait_kind kind;
+	bool reader;              /* for the probes: never read lock's flags unlocked */
 	clockid_t clockid;
 	const struct timespec *abstime;
 	uint64_t wait_start_ns;   /* 0 unless statistics time this wait */
@@ -594,7 +611,6 @@ static void claim_eligible(struct range_lock_tree *tree, struct range_lock *lock
 	/* Relaxed: the releases that made it eligible happened under
 	 * tree_lock, which we acquired. */
 	atomic_store_explicit(wait_word(lock), 0, memory_order_relaxed);
-	tree->nr_waiting--;
 	if (tree->stats)
 		stat_granted(tree->stats, is_reader(lock), true);
 }
@@ -625,8 +641,8 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 		tree_unlock(tree);
 		return true;
 	}
-	if (!granted)
-		tree->nr_waiting--;
+	if (blockers_of(word))
+		tree->nr_waiting--; /* an ELIGIBLE one was uncounted already */
 	if (st) {
 		/* Timed here, under tree_lock: once the request is out of the
 		 * tree, the tree and its statistics storage may be freed. */
@@ -803,9 +819,23 @@ static int wait_loop(struct waiter *w)
 		timespec_add_ns(&w->handoff, RL_HANDOFF_NS);
 	}
 	v = atomic_load_explicit(word, memory_order_acquire);
-	for (;;) {
+	for (bool first = true;; first = false) {
 		if (v == 0)
 			return 0;
+		/*
+		 * The bound is checked on every pass, not only when a sleep
+		 * times out: a waiter can be overtaken for ever without
+		 * sleeping -- its claims and CASes keep failing as overtakers
+		 * come and go (found by the SPIN model's progress check).
+		 */
+		if (!w->marked && !first &&
+		    deadline_passed(CLOCK_MONOTONIC, &w->handoff)) {
+			w->marked = true;
+			if (claim_or_mark(w, true))
+				return 0;
+			v = atomic_load_explicit(word, memory_order_acquire);
+			continue;
+		}
 		if (v == ELIGIBLE) {
 			/* Woken with the range free: claim it, unless a
 			 * running thread overtook us meanwhile. */
@@ -850,12 +880,7 @@ static int wait_loop(struct waiter *w)
 				return 0;
 			return r;
 		}
-		if (r == 1) {
-			/* Waited past the bound: no more overtaking. */
-			w->marked = true;
-			if (claim_or_mark(w, true))
-				return 0;
-		}
+		/* r == 1: the bound has passed; the next pass marks us. */
 		/* Any return means "look again" (FUTEX-RULES rule 4); after a
 		 * wake-up, next in line may spin again. */
 		may_spin = w->kind != WAIT_INTERRUPTIBLE;
@@ -867,6 +892,7 @@ static void withdraw_on_cancel(void *arg)
 {
 	struct waiter *w = arg;
 
+	rl_probe_give_up(w->tree, w->lock, w->reader, -ECANCELED);
 	withdraw_request(w, GIVE_UP_CANCEL);
 }
 
@@ -886,11 +912,19 @@ static int wait_for_grant(struct waiter *w)
 	struct range_lock_stats *st = stats_of(w->tree);
 	int r;
 
+	rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
 	w->wait_start_ns = st ? now_ns() : 0;
 	if (w->kind == WAIT_KILLABLE)
 		r = wait_loop_killable(w);
 	else
 		r = wait_loop(w);
+	if (r == 0) {
+		/* Granted, however it was seen: the granter's release. */
+		rl_hb_acquire_last(wait_word(w->lock));
+		rl_probe_wait(wait_end, w->tree, w->lock, w->reader);
+	} else {
+		rl_probe_give_up(w->tree, w->lock, w->reader, r);
+	}
 	/* Granted: the request is held, so the storage still lives. */
 	if (r == 0 && st)
 		stat_wait_time(st, now_ns() - w->wait_start_ns);
@@ -1032,6 +1066,7 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	if (blockers) {
 		w->tree = tree;
 		w->lock = lock;
+		w->reader = reader;
 		r = wait_for_grant(w);
 		if (r)
 			return r;
@@ -1511,6 +1546,10 @@ int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 	if (tree->stats && tree->stats != storage) {
 		r = -EBUSY;
 	} else if (!tree->stats) {
+		/* Atomics without tree_lock (waiters' wait times, readers
+		 * of the pointer): Valgrind's tools must not check them. */
+		rl_race_ok(storage, sizeof(*storage));
+		rl_race_ok(&tree->stats, sizeof(tree->stats));
 		stats_zero(storage);
 		stats_recount(tree, storage);
 		/* release: a waiter that sees the pointer sees zeroed counters */

@@ -19,15 +19,19 @@ uintptr_t tree_lock_acquire_slow(tree_word_t *word)
 			/* A fast holder: displace it; the caller materialises it. */
 			if (atomic_compare_exchange_weak_explicit(
 				    word, &w, mine, memory_order_acquire,
-				    memory_order_relaxed))
+				    memory_order_relaxed)) {
+				rl_hb_acquire(word); /* from its fast acquire */
 				return w;
+			}
 			continue;
 		}
 		if (!(w & TL_LOCKED)) {
 			if (atomic_compare_exchange_weak_explicit(
 				    word, &w, mine, memory_order_acquire,
-				    memory_order_relaxed))
+				    memory_order_relaxed)) {
+				rl_hb_acquire(word);
 				return 0;
+			}
 			continue;
 		}
 		if (spins < TREE_LOCK_SPIN && !(w & TL_SLEEPERS)) {

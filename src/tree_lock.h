@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "annotate.h"
 #include "wait.h"
 
 #define TL_LOCKED    ((uintptr_t)1)
@@ -74,19 +75,42 @@ static inline uintptr_t tree_lock_acquire(tree_word_t *word)
 	if (__builtin_expect((w == 0 || w == TL_NONEMPTY) &&
 			     atomic_compare_exchange_strong_explicit(
 				     word, &w, TL_LOCKED, memory_order_acquire,
-				     memory_order_relaxed), 1))
+				     memory_order_relaxed), 1)) {
+		rl_hb_acquire(word); /* from the last holder's release */
 		return 0;
+	}
 	return tree_lock_acquire_slow(word);
 }
 
 /* Drop the internal lock; @nonempty: the tree holds requests. */
 static inline void tree_lock_release(tree_word_t *word, bool nonempty)
 {
-	uintptr_t old = atomic_exchange_explicit(word, nonempty ? TL_NONEMPTY : 0,
-						 memory_order_release);
+	uintptr_t old, v = nonempty ? TL_NONEMPTY : 0;
+
+	/* Before the exchange: after it the tree may be freed.  The _pass
+	 * form hands @v through, so that it need not live across the call. */
+	v = rl_hb_release_pass(word, v);
+	old = atomic_exchange_explicit(word, v, memory_order_release);
 
 	if (__builtin_expect(old & TL_SLEEPERS, 0))
 		rl_wake_one(tree_word_futex(word));
+}
+
+/* tree_fast_acquire() when a race detector runs (annotate.h, edge 3); out
+ * of line, so that the uncontended lock tests the tool flag only once. */
+static __attribute__((noinline, cold)) bool
+tree_fast_acquire_annotated(tree_word_t *word, uintptr_t fast)
+{
+	uintptr_t expected = 0;
+	bool held;
+
+	rl_hb_release_if(word, 0); /* acq_rel: publishes the request */
+	held = atomic_compare_exchange_strong_explicit(word, &expected, fast,
+						       memory_order_acq_rel,
+						       memory_order_relaxed);
+	if (held)
+		rl_hb_acquire(word);
+	return held;
 }
 
 /* The fast path: hold an empty, free tree with @fast = request | TL_FAST_x. */
@@ -94,6 +118,8 @@ static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
 {
 	uintptr_t expected = 0;
 
+	if (rl_tools_on())
+		return tree_fast_acquire_annotated(word, fast);
 	return atomic_compare_exchange_strong_explicit(word, &expected, fast,
 						       memory_order_acq_rel,
 						       memory_order_relaxed);
@@ -102,6 +128,7 @@ static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
 /* Release a fast hold; false if it was materialised meanwhile. */
 static inline bool tree_fast_release(tree_word_t *word, uintptr_t fast)
 {
+	rl_hb_release_if(word, fast); /* not if materialised (CAS fails) */
 	return atomic_compare_exchange_strong_explicit(word, &fast, 0,
 						       memory_order_release,
 						       memory_order_relaxed);

@@ -192,7 +192,7 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
 	uint64_t seqnum;              /* next arrival number */
 	struct range_lock_stats *stats; /* NULL unless statistics are enabled */
 	uint32_t nr_requests;         /* requests in the tree */
-	uint32_t nr_waiting;          /* of which waiting */
+	uint32_t nr_waiting;          /* of which have blockers */
 	uint32_t flags;               /* policy bits, changed only while empty */
 	uint32_t reserved32;          /* zero; for future flags */
 	union {                       /* 8 bytes on every target, so that the */

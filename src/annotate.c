@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tool side of annotate.h: which race detector runs, and what each
+ * annotation tells it.  Runs only when one does (rl_tools != 0).
+ */
+#include "annotate.h"
+
+#if RL_ANNOTATE
+
+#if RANGELOCK_VALGRIND
+#include "vendor/valgrind/helgrind.h"
+#include "vendor/valgrind/drd.h"
+
+/* DRD understands Helgrind's happens-before requests (same numbers). */
+_Static_assert((int)VG_USERREQ__DRD_ANNOTATE_HAPPENS_BEFORE ==
+		       (int)_VG_USERREQ__HG_USERSO_SEND_PRE &&
+	       (int)VG_USERREQ__DRD_ANNOTATE_HAPPENS_AFTER ==
+		       (int)_VG_USERREQ__HG_USERSO_RECV_POST,
+	       "helgrind.h and drd.h disagree");
+#endif
+
+/*
+ * ThreadSanitizer's public interface (sanitizer/tsan_interface.h declares
+ * them differently in gcc and clang; these are the ABI).  Weak: without a
+ * ThreadSanitizer runtime in the process they stay NULL.
+ */
+void __tsan_acquire(void *addr) __attribute__((weak));
+void __tsan_release(void *addr) __attribute__((weak));
+
+#define RL_TOOL_HELGRIND 4u
+#define RL_TOOL_DRD      8u
+
+unsigned rl_tools;
+
+/* Once, at load time, before any thread of the program can lock. */
+__attribute__((constructor)) static void rl_tools_detect(void)
+{
+	unsigned tools = 0;
+
+	if (__tsan_acquire && __tsan_release)
+		tools |= RL_TOOL_TSAN;
+#if RANGELOCK_VALGRIND
+	/* Only the race detectors need to be told; memcheck & co. do not. */
+	if (RUNNING_ON_VALGRIND) {
+		/* Helgrind answers with the number of addressable bytes;
+		 * other tools leave a default (which the header's macro
+		 * mangles into 0xfffffffe: do not compare with -2). */
+		if (VALGRIND_HG_GET_ABITS(&tools, NULL, sizeof(tools)) == sizeof(tools))
+			tools |= RL_TOOL_VALGRIND | RL_TOOL_HELGRIND;
+		else if (DRD_GET_DRD_THREADID != 0)
+			tools |= RL_TOOL_VALGRIND | RL_TOOL_DRD;
+	}
+#endif
+	rl_tools = tools;
+}
+
+void rl_race_ok_slow(const void *addr, size_t len)
+{
+#if RANGELOCK_VALGRIND
+	if (rl_tools & RL_TOOL_HELGRIND)
+		VALGRIND_HG_DISABLE_CHECKING(addr, len);
+	else if (rl_tools & RL_TOOL_DRD)
+		VALGRIND_DO_CLIENT_REQUEST_STMT(VG_USERREQ__DRD_START_SUPPRESSION,
+						addr, len, 0, 0, 0);
+#else
+	(void)addr;
+	(void)len;
+#endif
+}
+
+/* Keys are atomic words: 4 bytes (wait words) or a pointer (lock word);
+ * excluding a pointer's width from checking covers both. */
+#define KEY_BYTES sizeof(void *)
+
+void rl_hb_release_slow(const void *key)
+{
+	if (rl_tools & RL_TOOL_TSAN)
+		__tsan_release((void *)key);
+#if RANGELOCK_VALGRIND
+	if (rl_tools & RL_TOOL_VALGRIND) {
+		rl_race_ok_slow(key, KEY_BYTES);
+		VALGRIND_DO_CLIENT_REQUEST_STMT(_VG_USERREQ__HG_USERSO_SEND_PRE,
+						key, 0, 0, 0, 0);
+	}
+#endif
+}
+
+uintptr_t rl_hb_release_pass_slow(const void *key, uintptr_t v)
+{
+	rl_hb_release_slow(key);
+	return v;
+}
+
+void rl_hb_acquire_slow(const void *key, int last)
+{
+	if (rl_tools & RL_TOOL_TSAN)
+		__tsan_acquire((void *)key);
+#if RANGELOCK_VALGRIND
+	if (rl_tools & RL_TOOL_VALGRIND) {
+		VALGRIND_DO_CLIENT_REQUEST_STMT(_VG_USERREQ__HG_USERSO_RECV_POST,
+						key, 0, 0, 0, 0);
+		rl_race_ok_slow(key, KEY_BYTES);
+		if (last && (rl_tools & RL_TOOL_HELGRIND))
+			VALGRIND_DO_CLIENT_REQUEST_STMT(_VG_USERREQ__HG_USERSO_FORGET_ALL,
+							key, 0, 0, 0, 0);
+	}
+#else
+	(void)last;
+#endif
+}
+
+#endif /* RL_ANNOTATE */

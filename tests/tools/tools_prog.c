@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A correctly locked program for race detectors (ThreadSanitizer, Helgrind,
+ * DRD), linked against the normal, uninstrumented librangelock: the tools
+ * must report nothing.  Built with -DRACY=1 it has exactly one race, on
+ * `unguarded`, written by two threads before either takes any range: the
+ * tools must report it every run (the annotations hide no real race).
+ *
+ * It covers writers and readers on overlapping ranges, a writer on a
+ * disjoint range, waits long enough to sleep on the futex, downgrade,
+ * trylock, timedlock (granted, and one that times out).  Short on purpose:
+ * it also runs under Valgrind.  Exit 0 when every count is right.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rangelock/rangelock.h>
+
+#ifndef RACY
+#define RACY 0
+#endif
+
+#define UNITS 405
+#define ITER 24
+#define NTHREADS 6
+
+static DEFINE_RANGE_LOCK_TREE(tree);
+static int data[UNITS];                 /* protected by ranges of `tree` */
+static int added[NTHREADS][UNITS];      /* each thread's own increments */
+static long reads[NTHREADS];
+#if RACY
+int unguarded;                          /* the one deliberate race */
+
+/* The tests look for this name in the tools' reports. */
+static __attribute__((noinline)) void race_here(int v)
+{
+	unguarded = v;
+}
+#endif
+
+static void pause_us(long us)
+{
+	struct timespec ts = { 0, us * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void deadline(struct timespec *ts, long ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static void add(int self, uint64_t first, uint64_t last)
+{
+	for (uint64_t i = first; i <= last; i++) {
+		data[i]++;
+		added[self][i]++;
+	}
+}
+
+static long sum(uint64_t first, uint64_t last)
+{
+	long s = 0;
+
+	for (uint64_t i = first; i <= last; i++)
+		s += data[i];
+	return s;
+}
+
+/* Writers 0 and 1: overlapping ranges; every third hold lasts long enough
+ * that the other waiters go to sleep on the futex. */
+static void writer(int self)
+{
+	struct range_lock r;
+
+#if RACY
+	race_here(self); /* before any range: nothing orders the two writes */
+#endif
+	for (int i = 0; i < ITER; i++) {
+		uint64_t first = (uint64_t)(self * 16 + (i % 2) * 32);
+
+		range_lock_init(&r, first, first + 63);
+		range_write_lock(&tree, &r);
+		add(self, first, first + 63);
+		if (i % 3 == 0)
+			pause_us(300);
+		range_write_unlock(&tree, &r);
+	}
+}
+
+/* Readers 2 and 3: the whole overlapping part; 3 uses timed reads. */
+static void reader(int self)
+{
+	struct range_lock r;
+	struct timespec ts;
+
+	for (int i = 0; i < ITER; i++) {
+		range_lock_init(&r, 0, 127);
+		if (self == 3) {
+			deadline(&ts, 10000);
+			if (range_read_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts))
+				abort();
+		} else {
+			range_read_lock(&tree, &r);
+		}
+		reads[self] += sum(0, 127);
+		range_read_unlock(&tree, &r);
+	}
+}
+
+/* Thread 4: trylock, then downgrade (readers behind it run), then a timed
+ * write lock. */
+static void try_downgrade(int self)
+{
+	struct range_lock r;
+	struct timespec ts;
+
+	for (int i = 0; i < ITER / 2; i++) {
+		range_lock_init(&r, 64, 127);
+		while (!range_write_trylock(&tree, &r))
+			sched_yield();
+		add(self, 64, 127);
+		pause_us(100);
+		range_downgrade_write(&tree, &r);
+		reads[self] += sum(64, 127);
+		range_read_unlock(&tree, &r);
+
+		range_lock_init(&r, 0, 31);
+		deadline(&ts, 10000);
+		if (range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts))
+			abort();
+		add(self, 0, 31);
+		range_write_unlock(&tree, &r);
+	}
+}
+
+/* Thread 5: a disjoint range, never waits for the others. */
+static void disjoint(int self)
+{
+	struct range_lock r;
+
+	for (int i = 0; i < ITER; i++) {
+		range_lock_init(&r, 200, 299);
+		range_write_lock(&tree, &r);
+		add(self, 200, 299);
+		range_write_unlock(&tree, &r);
+	}
+}
+
+static void *run(void *arg)
+{
+	int self = (int)(long)arg;
+
+	if (self < 2)
+		writer(self);
+	else if (self < 4)
+		reader(self);
+	else if (self == 4)
+		try_downgrade(self);
+	else
+		disjoint(self);
+	return NULL;
+}
+
+/*
+ * Deterministic hand-offs, before the mixed workload: main holds [400, 401]
+ * (the fast path: the tree is empty), a writer of [400] and a reader of
+ * [401] queue behind it (main waits until the tree shows both waiting),
+ * then main writes both units, downgrades (granting the reader) and
+ * unlocks (granting the writer).  The waiters' accesses are ordered after
+ * main's only by those two grants, so a grant the tools are not told about
+ * is reported every run.
+ */
+static void *handoff_writer(void *arg)
+{
+	struct range_lock r;
+
+	(void)arg;
+	range_lock_init(&r, 400, 400);
+	range_write_lock(&tree, &r);
+	data[400]++;
+	range_write_unlock(&tree, &r);
+	return NULL;
+}
+
+static void *handoff_reader(void *arg)
+{
+	struct range_lock r;
+	long v;
+
+	(void)arg;
+	range_lock_init(&r, 401, 401);
+	range_read_lock(&tree, &r);
+	v = data[401];
+	range_read_unlock(&tree, &r);
+	return (void *)v;
+}
+
+static int waiting_in_tree(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int n = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		abort();
+	range_lock_tree_dump(&tree, f);
+	fclose(f);
+	for (char *p = buf; (p = strstr(p, " waiting ")); p++)
+		n++;
+	free(buf);
+	return n;
+}
+
+/*
+ * Through the fast path alone: with the tree otherwise empty, one thread
+ * writes [402] once while another polls it; each lock is a fast hold and
+ * each unlock a fast release, and only those order the two threads.
+ */
+static void *fast_writer(void *arg)
+{
+	struct range_lock r;
+
+	(void)arg;
+	pause_us(2000);
+	range_lock_init(&r, 402, 402);
+	range_write_lock(&tree, &r);
+	data[402] = 5;
+	range_write_unlock(&tree, &r);
+	return NULL;
+}
+
+static void *fast_poller(void *arg)
+{
+	struct range_lock r;
+	int v;
+
+	(void)arg;
+	do {
+		pause_us(1000);
+		range_lock_init(&r, 402, 402);
+		range_read_lock(&tree, &r);
+		v = data[402];
+		range_read_unlock(&tree, &r);
+	} while (v != 5);
+	return NULL;
+}
+
+/*
+ * Displacing a fast holder: one thread fast-holds [403] for a while, another
+ * locks the disjoint [404] meanwhile and so inserts the holder's request
+ * into the tree, writing fields the holder wrote just before its fast CAS.
+ * Only that CAS orders them (the library's own accesses: Helgrind and DRD
+ * see them, ThreadSanitizer does not instrument the library).
+ */
+static void *fast_holder(void *arg)
+{
+	struct range_lock r;
+
+	range_lock_init(&r, (uint64_t)(long)arg, (uint64_t)(long)arg);
+	pause_us(arg == (void *)403 ? 0 : 5000);
+	range_write_lock(&tree, &r);
+	data[(long)arg]++;
+	pause_us(arg == (void *)403 ? 20000 : 0);
+	range_write_unlock(&tree, &r);
+	return NULL;
+}
+
+static int handoffs(void)
+{
+	pthread_t fw, fp;
+	pthread_t w, r;
+	struct range_lock hold;
+	void *seen;
+
+	range_lock_init(&hold, 400, 401);
+	range_write_lock(&tree, &hold);
+	if (pthread_create(&w, NULL, handoff_writer, NULL) ||
+	    pthread_create(&r, NULL, handoff_reader, NULL))
+		abort();
+	while (waiting_in_tree() < 2)
+		pause_us(1000);
+	pause_us(2000); /* let them go to sleep on the futex */
+	data[400]++;
+	data[401] = 7;
+	range_downgrade_write(&tree, &hold);  /* grants the reader */
+	pthread_join(r, &seen);
+	range_read_unlock(&tree, &hold);      /* grants the writer */
+	pthread_join(w, NULL);
+	if ((long)seen != 7 || data[400] != 2) {
+		fprintf(stderr, "tools_prog: hand-offs saw %ld, %d\n", (long)seen, data[400]);
+		return 1;
+	}
+	if (pthread_create(&fw, NULL, fast_writer, NULL) ||
+	    pthread_create(&fp, NULL, fast_poller, NULL))
+		abort();
+	pthread_join(fw, NULL);
+	pthread_join(fp, NULL);
+	if (pthread_create(&fw, NULL, fast_holder, (void *)403) ||
+	    pthread_create(&fp, NULL, fast_holder, (void *)404))
+		abort();
+	pthread_join(fw, NULL);
+	pthread_join(fp, NULL);
+	return 0;
+}
+
+/* A timed wait that gives up: main holds [300, 300] meanwhile. */
+static void *give_up(void *arg)
+{
+	struct range_lock r;
+	struct timespec ts;
+
+	(void)arg;
+	range_lock_init(&r, 300, 300);
+	deadline(&ts, 20);
+	return (void *)(long)range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts);
+}
+
+int main(void)
+{
+	pthread_t th[NTHREADS], late;
+	struct range_lock hold;
+	void *ret;
+	int bad;
+
+	alarm(120); /* watchdog: Valgrind is slow, but not that slow */
+	bad = handoffs();
+	range_lock_init(&hold, 300, 300);
+	range_write_lock(&tree, &hold);
+	if (pthread_create(&late, NULL, give_up, NULL))
+		abort();
+	for (long t = 0; t < NTHREADS; t++)
+		if (pthread_create(&th[t], NULL, run, (void *)t))
+			abort();
+	pthread_join(late, &ret);
+	data[300]++;
+	range_write_unlock(&tree, &hold);
+	for (int t = 0; t < NTHREADS; t++)
+		pthread_join(th[t], NULL);
+
+	if ((long)ret != -ETIMEDOUT) {
+		fprintf(stderr, "tools_prog: timed wait returned %ld\n", (long)ret);
+		bad = 1;
+	}
+	for (int i = 0; i < UNITS; i++) {
+		int want = i == 300 || i == 403 || i == 404 ? 1 : i == 400 ? 2 :
+			   i == 401 ? 7 : i == 402 ? 5 : 0;
+
+		for (int t = 0; t < NTHREADS; t++)
+			want += added[t][i];
+		if (data[i] != want) {
+			fprintf(stderr, "tools_prog: data[%d] = %d, want %d\n", i, data[i], want);
+			bad = 1;
+		}
+	}
+	if (range_lock_tree_destroy(&tree)) {
+		fprintf(stderr, "tools_prog: tree not empty\n");
+		bad = 1;
+	}
+#if RACY
+	printf("tools_prog: unguarded = %d at %p\n", unguarded, (void *)&unguarded);
+#endif
+	printf("tools_prog: %s (reads %ld)\n", bad ? "FAILED" : "ok",
+	       reads[2] + reads[3] + reads[4]);
+	return bad;
+}
