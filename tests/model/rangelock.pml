@@ -117,6 +117,8 @@
  *                                 instead of claiming
  *   MUT_GIVEUP_KEEPS_ELIGIBLE     rule 7: a give-up keeps an ELIGIBLE
  *                                 request without claiming it
+ *   MUT_NO_HANDOFF                rule 6: a waiter never marks itself
+ *                                 (progress fails: overtaken for ever)
  */
 
 #ifndef NUNITS
@@ -209,12 +211,13 @@ hidden byte hk, hm, hc;   /* scratch for d_step computations */
 
 /* rule 6: may the waiter's bound have expired?  Safety: at any time.
  * LIVENESS: once the clock process says so (weak fairness makes it). */
-#ifdef LIVENESS
-#define EXPIRED(i)     expired[i]
+#ifdef MUT_NO_HANDOFF
+#define CAN_MARK       0	/* mutant: the waiter never marks itself */
+#define ELSE_LOOK      true
+#elif defined(LIVENESS)
 #define CAN_MARK       (!FIFO_TREE && !marked[i] && expired[i])
 #define ELSE_LOOK      !CAN_MARK
 #else
-#define EXPIRED(i)     true
 #define CAN_MARK       (!FIFO_TREE && !marked[i])
 #define ELSE_LOOK      true
 #endif
@@ -650,6 +653,13 @@ proctype thread(byte i)
 
 start:
 	atomic {
+#ifdef TWO_THREADS
+		/* thread 2 takes no part */
+		if
+		:: i == 2 -> goto stop
+		:: else
+		fi;
+#endif
 #ifndef LIVENESS
 		/* a thread may stop: a waiter it leaves behind must not hang */
 		if
