@@ -81,7 +81,8 @@
  * _timedlock, thread 2 _killable (-DALL_KINDS: any thread any call;
  * -DPLAIN_ONLY: plain calls only) -- holds, may downgrade, unlocks.  With
  * -DROUNDS=r (-DROUNDS0 for thread 0) at most r requests per thread, else
- * for ever.  Outside LIVENESS a thread may stop, so a waiter left behind by
+ * for ever (-DONE_VICTIM: thread 0 one request, the others for ever;
+ * -DTWO_THREADS: thread 2 takes no part).  Outside LIVENESS a thread may stop, so a waiter left behind by
  * a lost wake-up is an invalid end state.
  *
  * PROPERTIES: exclusion (shadow assertions); held <=> word == 0 (a thread
