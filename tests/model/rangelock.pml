@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rangelock.pml -- a SPIN model of the locking protocol of src/rangelock.c
- * (with src/tree_lock.h), at the level of its atomic steps.  docs/model.md
- * explains it; a change to either side must be mirrored on the other.
+ * (with src/tree_lock.h), at the level of its atomic steps, for both tree
+ * policies: -DFIFO is a FIFO tree (strict arrival order); without it, the
+ * default policy of issue 12 (bounded overtaking; rules 2-7 of the policy,
+ * docs/model.md).  docs/model.md explains it; a change to either side must
+ * be mirrored on the other.
  *
- * MODEL STEP -> src/
- * ==================
+ * MODEL STEP -> src/   (rule numbers: the policy, quoted in docs/model.md)
+ * ===================
  * here                          what it does                 src/
  * ----------------------------  ---------------------------  -----------------
  * tw, TW_*                      the tree's lock word          tree_lock.h
@@ -13,14 +16,17 @@
  *                               | mode), held outside tree    tree_fast_acquire()
  * CS_BEGIN / CS_BEGIN_IF        take the internal lock; a     tree_lock(),
  *   + materialise()             fast holder is displaced and  tree_lock_acquire()
- *                               inserted (count 0, first)     (+ _slow)
+ *                               inserted (word 0, first)      (+ _slow)
  * CS_END, TREE_UNLOCK           word = NONEMPTY or FREE       tree_unlock()
- * start: (atomic)               count + insert; a busy        lock_common(),
- *                               trylock inserts nothing       trylock_common()
- * count_blockers()              earlier intersecting          count_blockers()
- *                               conflicting requests
- * "rd[i] = ...; nwait++"        seqnum, mode, wait word =     insert_request()
- *                               count << 1, nr_waiting
+ * start: (atomic)               entry (rules 1-3): count,     lock_common(),
+ *                               overtake or insert; a busy    trylock_common()
+ *                               trylock inserts nothing
+ * count_blockers()              the intersecting conflicting  count_blockers()
+ *                               requests; may it overtake?
+ * overtake(), add_blocker()     rule 2: seq = min - 1, one    overtake / enter
+ *                               blocker more on each passed
+ * "rd[i] = ...; nwait++"        FIFO entry: max seq, word =   insert_request()
+ *                               count << 2, nr_waiting
  * LOOK                          loop head of the waiter       wait_loop()
  * spin:                         next in line: clear SLEEPING  wait_loop(),
  *                               by CAS, spin (loads)          spin_for_grant()
@@ -28,36 +34,46 @@
  * fwait:, blocked "if"          FUTEX_WAIT(word, v): block    rl_wait()
  *                               iff word == v; woken,         (wait_futex.c)
  *                               spurious, EINTR/ETIMEDOUT,
- *                               end of a killable slice
+ *                               end of a killable slice, the
+ *                               hand-off bound (rule 6)
+ * claim:                        rule 5: ELIGIBLE, claim       claim_eligible()
+ *                               under tree_lock iff word == S
+ * mark:, MARK_OR_LOOK           rule 6: bound expired: set    mark_handoff()
+ *                               HANDOFF (claim if ELIGIBLE)
  * fwait:/waited: K_KILL ->      pthread_testcancel() before   wait_loop() (kind
  *   cancelled                   and after each slice          WAIT_KILLABLE)
- * give_up:                      withdraw; keep a won grant    withdraw_request(
- *                                                             SIGNAL / TIMEOUT)
+ * give_up:                      rule 7: keep a grant, claim   withdraw_request(
+ *                               an ELIGIBLE request, or leave SIGNAL / TIMEOUT)
  * cancelled:                    withdraw; release a won one   withdraw_on_cancel()
  * remove_request(why)           erase; no walk if nwait == 0; remove_request()
- *                               else decrement later
- *                               intersecting conflicting
- * put_blocker(k)                fetch_sub; 2 -> 1 with        put_blocker()
- *                               SLEEPING: early wake; 1 -> 0:
- *                               grant, nwait--, wake if
- *                               SLEEPING (wake list)
+ *                               else one blocker off each
+ *                               later intersecting conflicting
+ * put_blocker(k)                rule 4: count-1 (2 -> 1 with  put_blocker()
+ *                               SLEEPING: early wake); 1 ->:
+ *                               grant (word 0) or ELIGIBLE
+ *                               (word S), wake if SLEEPING
  * wake_flush()                  FUTEX_WAKE after unlock       wake_list_flush(),
  *                                                             rl_wake_one()
  * owner: first option           downgrade: check_held, mode   range_downgrade_
  *                               -> reader, later readers      write()
  * owner: second option          fast release CAS              tree_fast_release()
  * owner: third option           unlock through the tree       unlock_common()
- * check_inv(), ASSERT_COUNTED   the counting invariant and    DESIGN comment;
- *                               nr_waiting                    rl_check_tree()
+ * check_inv(), ASSERT_COUNTED   the counting invariant, word  DESIGN comment;
+ *                               states, nr_waiting            rl_check_tree()
+ * granted(k)                    a grant: bounded overtaking,  (ghost)
+ *                               precedence order
  * shadow_enter/leave            the caller's critical         (the caller)
  *                               section: exclusion
  *
  * ABSTRACTIONS (argued in docs/model.md): one atomic step per critical
  * section (-DSPLIT_CS checks that); TL_SLEEPERS and the internal lock's own
- * futex are not modelled; seqnums are ranks; spin_for_grant()'s loads are
- * one load; a fast-path CAS may fail on a free empty tree (it raced with a
- * critical section; -DEXACT_FAST_CAS forbids that); spurious futex
- * wake-ups: one per run; sequentially consistent memory; statistics off.
+ * futex are not modelled; seqnums are ranks (an overtaker is inserted just
+ * before the first request it passes); spin_for_grant()'s loads are one
+ * load; a CAS loop is its successful CAS; a fast-path CAS may fail on a
+ * free empty tree (it raced with a critical section; -DEXACT_FAST_CAS
+ * forbids that); spurious futex wake-ups: one per run; the hand-off bound
+ * may expire at any time (safety) or eventually (-DLIVENESS: the clock
+ * process); sequentially consistent memory; statistics off.
  *
  * THREADS: N = 3.  Each picks read or write and a range over NUNITS units,
  * locks (fast path, tree, or trylock), waits if counted -- as a plain lock
@@ -65,21 +81,45 @@
  * _timedlock, thread 2 _killable (-DALL_KINDS: any thread any call;
  * -DPLAIN_ONLY: plain calls only) -- holds, may downgrade, unlocks.  With
  * -DROUNDS=r (-DROUNDS0 for thread 0) at most r requests per thread, else
- * for ever.  Outside LIVENESS a thread may stop, so a waiter left behind by
+ * for ever (-DONE_VICTIM: thread 0 one request, the others for ever;
+ * -DTWO_THREADS: thread 2 takes no part).  Outside LIVENESS a thread may stop, so a waiter left behind by
  * a lost wake-up is an invalid end state.
  *
- * PROPERTIES: exclusion (shadow assertions); the counting invariant and
- * nr_waiting (check_inv(), ASSERT_COUNTED; off with -DNO_INVARIANT);
- * check_held(); no invalid end state; progress (-DLIVENESS, pan -a -f):
- * every request that waits is eventually granted or gives up.
+ * PROPERTIES: exclusion (shadow assertions); held <=> word == 0 (a thread
+ * enters its critical section only with word 0; two requests with word 0
+ * never conflict; nobody writes a word that is 0); the counting invariant,
+ * the word states and nr_waiting (check_inv(), ASSERT_COUNTED; off with
+ * -DNO_INVARIANT); precedence at each grant (FIFO: arrival order);
+ * bounded overtaking (granted(): no request that entered after a waiter
+ * marked itself and conflicts with it is granted before it); check_held();
+ * no invalid end state; progress (-DLIVENESS, pan -a -f): every request
+ * that waits is eventually granted or gives up.
  *
- * MUTANTS (one line behind a macro each; each must make the check fail)
+ * MUTANTS (one change behind a macro each; each must make the check fail)
+ *  both policies (run with -DFIFO):
  *   MUT_READER_NO_WRITERS         count_blockers(): a reader counts nobody
  *   MUT_UNLOCK_NO_UNACCOUNT       unlock: remove_request() skips its walk
  *   MUT_GIVEUP_UNACCOUNT_READERS  withdraw_request(): the walk decrements
  *                                 later requests without the conflict test
  *   MUT_WAKE_BEFORE_GRANT         put_blocker(): rl_wake_one() first, then
- *                                 the fetch_sub that grants
+ *                                 the CAS that grants
+ *  default policy:
+ *   MUT_OVERTAKE_NO_BLOCKER       rule 2: the passed waiters get no blocker
+ *   MUT_OVERTAKE_MAX_SEQ          rule 2: the overtaker takes a fresh max
+ *                                 seq instead of min - 1
+ *   MUT_OVERTAKE_NO_NWAIT         rule 2: passing an ELIGIBLE waiter (count
+ *                                 0 -> 1) does not count it in nr_waiting
+ *   MUT_OVERTAKE_MARKED           rule 2: HANDOFF-marked waiters are passed
+ *   MUT_ELIGIBLE_IGNORES_HANDOFF  rule 4: a sleeping marked waiter is made
+ *                                 ELIGIBLE instead of granted
+ *   MUT_CLAIM_NO_RECHECK          rule 5: the claim does not re-check the
+ *                                 word under tree_lock
+ *   MUT_MARK_ELIGIBLE             rule 6: an ELIGIBLE waiter marks itself
+ *                                 instead of claiming
+ *   MUT_GIVEUP_KEEPS_ELIGIBLE     rule 7: a give-up keeps an ELIGIBLE
+ *                                 request without claiming it
+ *   MUT_NO_HANDOFF                rule 6: a waiter never marks itself
+ *                                 (progress fails: overtaken for ever)
  */
 
 #ifndef NUNITS
@@ -90,12 +130,23 @@
 #endif
 #define N 3
 
+/* the tree's policy */
+#ifdef FIFO
+#define FIFO_TREE 1
+#else
+#define FIFO_TREE 0
+#endif
+
 /* why remove_request() runs */
 #define W_UNLOCK 0
 #define W_GIVEUP 1
 
+/* the wait word: count << 2 | HANDOFF | SLEEPING; held <=> word == 0;
+ * ELIGIBLE <=> word == SLEEPING (default policy only) */
 #define SLEEPING    1
-#define ONE_BLOCKER 2
+#define HANDOFF     2
+#define ONE_BLOCKER 4
+#define COUNT(w)    ((w) >> 2)
 
 #define INTERSECTS(a, b)  (st[a] <= la[b] && st[b] <= la[a])
 #define CONFLICT(ra, rb)  (!((ra) && (rb)))
@@ -105,6 +156,20 @@
 #define COUNTS(ra, rb)    CONFLICT(ra, rb)
 #else
 #define COUNTS(ra, rb)    (!(ra) && CONFLICT(ra, rb))	/* mutant */
+#endif
+
+/* rule 2: a counted request that stops an overtaking entry */
+#ifndef MUT_OVERTAKE_MARKED
+#define NO_PASSING(w)     ((w) == 0 || ((w) & HANDOFF))
+#else
+#define NO_PASSING(w)     ((w) == 0)			/* mutant */
+#endif
+
+/* rule 4: the last blocker goes; is it a grant (else: ELIGIBLE)? */
+#ifndef MUT_ELIGIBLE_IGNORES_HANDOFF
+#define GRANTS(old)  (FIFO_TREE || ((old) & HANDOFF) || !((old) & SLEEPING))
+#else
+#define GRANTS(old)  (FIFO_TREE || !((old) & SLEEPING))		/* mutant */
 #endif
 
 /* the tree's lock word (tree_lock.h), without TL_SLEEPERS: the internal
@@ -122,9 +187,16 @@ byte st[N], la[N];    /* request i's [start, last] */
 byte seq[N];          /* rank of request i's seqnum among those in tree */
 byte nreq;            /* tree->nr_requests (= next rank) */
 byte nwait;           /* tree->nr_waiting: requests in the tree counted > 0 */
-byte word[N];         /* wait_word: blocking << 1 | SLEEPING */
+byte word[N];         /* wait_word: count << 2 | HANDOFF | SLEEPING */
 bit  fblocked[N];     /* thread i is blocked in FUTEX_WAIT on word[i] */
+bit  marked[N];       /* request i has set HANDOFF and is not granted yet
+			 (the waiter's own "marked" flag; ghost for the
+			 bounded-overtaking check) */
+byte late[N];         /* ghost: bit k: request k entered while request i
+			 was marked, and conflicts with it */
 bit  waiting[N];      /* ghost: request i waits (for the progress claim) */
+bit  expired[N];      /* ghost, LIVENESS: the hand-off bound of request
+			 i's wait has passed (the clock process) */
 bit  spurious = 1;    /* budget of spurious futex wake-ups (one per run) */
 byte sr[NUNITS];      /* ghost shadow: readers in the unit */
 bit  sw[NUNITS];      /* ghost shadow: a writer in the unit */
@@ -133,14 +205,27 @@ hidden byte hk, hm, hc;   /* scratch for d_step computations */
 
 /* part of the counting invariant: a decrement never finds a zero count */
 #ifndef NO_INVARIANT
-#define ASSERT_COUNTED(w)  assert((w) >= ONE_BLOCKER)
+#define ASSERT_COUNTED(w)  assert(COUNT(w) >= 1)
 #else
 #define ASSERT_COUNTED(w)  skip
 #endif
 
+/* rule 6: may the waiter's bound have expired?  Safety: at any time.
+ * LIVENESS: once the clock process says so (weak fairness makes it). */
+#ifdef MUT_NO_HANDOFF
+#define CAN_MARK       0	/* mutant: the waiter never marks itself */
+#define ELSE_LOOK      true
+#elif defined(LIVENESS)
+#define CAN_MARK       (!FIFO_TREE && !marked[i] && expired[i])
+#define ELSE_LOOK      !CAN_MARK
+#else
+#define CAN_MARK       (!FIFO_TREE && !marked[i])
+#define ELSE_LOOK      true
+#endif
+
 /* tree_lock(): take the internal lock; a fast holder is displaced and
  * materialised: inserted as a held request, first in arrival order (the
- * tree was empty), count 0. */
+ * tree was empty), word 0. */
 inline materialise()
 {
 	d_step {
@@ -171,9 +256,12 @@ inline materialise()
 #define CS_END    TREE_UNLOCK
 #endif
 
-/* The invariant of the DESIGN comment, whenever tree_lock is free:
- * blocking(R) = #{Q in tree: Q.seq < R.seq, Q intersects R, Q, R conflict}
- * and tree->nr_waiting = #{R in tree: blocking(R) > 0}. */
+/* The invariant of the policy, whenever tree_lock is free:
+ *   count(R) = #{Q in tree: Q.seq < R.seq, Q intersects R, Q, R conflict}
+ * (seq: the precedence order), tree->nr_waiting = #{R in tree: count > 0},
+ * the word states (held 0; ELIGIBLE S, default policy only; HANDOFF only
+ * with count > 0, default policy only), and two held requests (word 0)
+ * never conflict. */
 inline check_inv()
 {
 #ifndef NO_INVARIANT
@@ -182,7 +270,7 @@ inline check_inv()
 		do
 		:: hk < N ->
 			if
-			:: intree[hk] && (word[hk] >> 1) > 0 -> hm++
+			:: intree[hk] && COUNT(word[hk]) > 0 -> hm++
 			:: else
 			fi;
 			hk++
@@ -194,19 +282,27 @@ inline check_inv()
 		:: hk < N ->
 			if
 			:: intree[hk] ->
+				assert(COUNT(word[hk]) > 0 || word[hk] == 0 ||
+				       (!FIFO_TREE && word[hk] == SLEEPING));
+				assert(!(word[hk] & HANDOFF) ||
+				       (!FIFO_TREE && COUNT(word[hk]) > 0));
 				hc = 0; hm = 0;
 				do
 				:: hm < N ->
 					if
-					:: intree[hm] && seq[hm] < seq[hk] &&
+					:: hm != hk && intree[hm] &&
 					   INTERSECTS(hm, hk) && CONFLICT(rd[hm], rd[hk]) ->
-						hc++
+						assert(word[hm] != 0 || word[hk] != 0);
+						if
+						:: seq[hm] < seq[hk] -> hc++
+						:: else
+						fi
 					:: else
 					fi;
 					hm++
 				:: else -> break
 				od;
-				assert((word[hk] >> 1) == hc)
+				assert(COUNT(word[hk]) == hc)
 			:: else
 			fi;
 			hk++
@@ -219,16 +315,42 @@ inline check_inv()
 #endif
 }
 
-/* count_blockers(): requests in the tree that request i must wait for */
-inline count_blockers()
+/* Request k is granted (its word becomes 0, or it enters held).
+ * Bounded overtaking: no request that entered the tree while request m was
+ * marked, and conflicts with it, is granted while m still waits.
+ * Precedence (FIFO: arrival order): no request with a lower seq that
+ * intersects and conflicts is still in the tree. */
+inline granted(k)
 {
 	d_step {
-		cnt = 0; hk = 0;
+		hk = 0;
+		do
+		:: hk < N ->
+			assert(!(late[hk] & (1 << k)));
+#ifndef NO_INVARIANT
+			assert(!(hk != k && intree[hk] && seq[hk] < seq[k] &&
+				 INTERSECTS(hk, k) && CONFLICT(rd[hk], rd[k])));
+#endif
+			hk++
+		:: else -> break
+		od;
+		hk = 0;
+		marked[k] = 0; late[k] = 0
+	}
+}
+
+/* Request i enters the tree: note it in late[m] of each marked request m
+ * it conflicts with (ghost). */
+inline note_entry()
+{
+	d_step {
+		hk = 0;
 		do
 		:: hk < N ->
 			if
-			:: hk != i && intree[hk] && INTERSECTS(i, hk) &&
-			   COUNTS(isr, rd[hk]) -> cnt++
+			:: marked[hk] && hk != i && intree[hk] &&
+			   INTERSECTS(i, hk) && CONFLICT(isr, rd[hk]) ->
+				late[hk] = late[hk] | (1 << i)
 			:: else
 			fi;
 			hk++
@@ -238,30 +360,136 @@ inline count_blockers()
 	}
 }
 
-/* put_blocker(): fetch_sub(ONE_BLOCKER, release).  Old count 2 with
- * SLEEPING: next in line and asleep, wake it early (to spin).  Old count 1:
- * the grant; nr_waiting--, wake it if it sleeps.  Wakes go on the wake
- * list, flushed after tree_unlock(). */
+/* count_blockers(): cnt = the requests in the tree that request i must
+ * wait for; ovt: rule 2, a default tree where all of them are unmarked
+ * waiters (none held, none marked): i may overtake them. */
+inline count_blockers()
+{
+	d_step {
+		cnt = 0; ovt = !FIFO_TREE; hk = 0;
+		do
+		:: hk < N ->
+			if
+			:: hk != i && intree[hk] && INTERSECTS(i, hk) &&
+			   COUNTS(isr, rd[hk]) ->
+				cnt++;
+				if
+				:: NO_PASSING(word[hk]) -> ovt = 0
+				:: else
+				fi
+			:: else
+			fi;
+			hk++
+		:: else -> break
+		od;
+		if
+		:: cnt == 0 -> ovt = 0
+		:: else
+		fi;
+		hk = 0
+	}
+}
+
+/* overtake, rule 2, the ranks: seq = (min seq of the passed) - 1, i.e. the
+ * rank of the first passed request, the others move up one. */
+inline overtake_seq()
+{
+	d_step {
+		hm = N; hk = 0;
+		do
+		:: hk < N ->
+			if
+			:: hk != i && intree[hk] && INTERSECTS(i, hk) &&
+			   COUNTS(isr, rd[hk]) && seq[hk] < hm -> hm = seq[hk]
+			:: else
+			fi;
+			hk++
+		:: else -> break
+		od;
+#ifndef MUT_OVERTAKE_MAX_SEQ
+		hk = 0;
+		do
+		:: hk < N ->
+			if
+			:: hk != i && intree[hk] && seq[hk] >= hm -> seq[hk]++
+			:: else
+			fi;
+			hk++
+		:: else -> break
+		od;
+		seq[i] = hm;
+#else
+		seq[i] = nreq;	/* mutant: a fresh max seq */
+#endif
+		hk = 0; hm = 0
+	}
+}
+
+/* overtake, rule 2: one blocker more on a passed waiter (atomic add; the
+ * waiter may toggle SLEEPING meanwhile).  An ELIGIBLE one is counted
+ * again: nr_waiting++. */
+inline add_blocker(k)
+{
+#ifndef MUT_OVERTAKE_NO_BLOCKER
+	atomic {
+		old = word[k];
+		assert(old != 0);	/* never a write to a held request */
+#ifndef MUT_OVERTAKE_NO_NWAIT
+		if
+		:: COUNT(old) == 0 -> nwait++
+		:: else
+		fi;
+#endif
+		word[k] = old + ONE_BLOCKER;
+		old = 0
+	}
+#else
+	skip	/* mutant: the passed waiter is not told */
+#endif
+}
+
+/* put_blocker(), rule 4: a CAS loop (one successful CAS here).  Old count
+ * 2 with SLEEPING: next in line and asleep, wake it early (to spin).  Old
+ * count 1: FIFO tree, HANDOFF, or not SLEEPING: the grant, word 0; else
+ * (default tree, unmarked, asleep) ELIGIBLE, word S; nr_waiting--, wake it
+ * if it sleeps.  Wakes go on the wake list, flushed after tree_unlock(). */
 inline put_blocker(k)
 {
-#ifndef MUT_WAKE_BEFORE_GRANT
-	atomic { old = word[k]; ASSERT_COUNTED(old); word[k] = old - ONE_BLOCKER };
-#else
+#ifdef MUT_WAKE_BEFORE_GRANT
 	/* mutant: rl_wake_one() first (decided on a load), then the grant */
 	atomic {
 		old = word[k];
 		if
-		:: (old >> 1) == 1 && (old & SLEEPING) -> fblocked[k] = 0
+		:: COUNT(old) == 1 && (old & SLEEPING) -> fblocked[k] = 0
 		:: else
 		fi
 	};
-	atomic { old = word[k]; ASSERT_COUNTED(old); word[k] = old - ONE_BLOCKER;
-	         if :: (old >> 1) == 1 -> old = old & ~SLEEPING :: else fi };
 #endif
+	atomic {
+		old = word[k];
+		ASSERT_COUNTED(old);
+		assert(old != 0);	/* never a write to a held request */
+		if
+		:: COUNT(old) > 1 -> word[k] = old - ONE_BLOCKER
+		:: COUNT(old) == 1 && GRANTS(old) -> word[k] = 0
+		:: else -> word[k] = SLEEPING
+		fi
+#ifdef MUT_WAKE_BEFORE_GRANT
+		;
+		if
+		:: COUNT(old) == 1 -> old = old & ~SLEEPING
+		:: else
+		fi
+#endif
+	};
 	if
-	:: (old >> 1) == 2 && (old & SLEEPING) -> wl = wl | (1 << k)
-	:: (old >> 1) == 1 ->
+	:: COUNT(old) == 2 && (old & SLEEPING) -> wl = wl | (1 << k)
+	:: COUNT(old) == 1 ->
 		nwait--;
+		if
+		:: word[k] == 0 -> granted(k)
+		:: else
+		fi;
 		if
 		:: old & SLEEPING -> wl = wl | (1 << k)
 		:: else
@@ -279,6 +507,7 @@ inline remove_request(why)
 {
 	intree[i] = 0;
 	nreq--;
+	marked[i] = 0; late[i] = 0;	/* ghost: it no longer waits */
 #ifdef MUT_UNLOCK_NO_UNACCOUNT
 	if
 	:: why == W_UNLOCK -> j = N	/* mutant: skip the walk */
@@ -310,6 +539,7 @@ inline remove_request(why)
 			:: intree[hk] && seq[hk] > seq[i] -> seq[hk]--
 			:: else
 			fi;
+			late[hk] = late[hk] & ~(1 << i);
 			hk++
 		:: else -> break
 		od;
@@ -340,11 +570,13 @@ inline wake_flush()
 	od
 }
 
-/* The caller's critical section begins: exclusion on the shadow. */
+/* The caller's critical section begins: exclusion on the shadow; a thread
+ * enters it only when its request's word is 0 (held <=> word == 0). */
 inline shadow_enter()
 {
 	d_step {
-		waiting[i] = 0;
+		assert(word[i] == 0);
+		waiting[i] = 0; expired[i] = 0;
 		hk = st[i];
 		do
 		:: hk <= la[i] ->
@@ -385,15 +617,24 @@ inline shadow_leave()
 			   -> give up, release a won grant */
 
 /* wait_loop()'s loop head, after a fresh value v of the word: granted;
- * next in line and may spin; announce the sleep (CAS); or sleep. */
+ * ELIGIBLE (claim it); next in line and may spin; announce the sleep
+ * (CAS); or sleep. */
+#define SPINS(v)  (COUNT(v) == 1 && may_spin)
 #define LOOK								\
 	if								\
-	:: (v >> 1) == 0 -> shadow_enter(); goto owner			\
-	:: (v >> 1) == 1 && may_spin -> goto spin			\
-	:: (v >> 1) != 0 && !((v >> 1) == 1 && may_spin) &&		\
-	   (v & SLEEPING) == 0 -> goto cas				\
-	:: (v >> 1) != 0 && !((v >> 1) == 1 && may_spin) &&		\
-	   (v & SLEEPING) != 0 -> goto fwait				\
+	:: v == 0 -> shadow_enter(); goto owner				\
+	:: v != 0 && COUNT(v) == 0 -> goto claim			\
+	:: SPINS(v) -> goto spin					\
+	:: COUNT(v) != 0 && !SPINS(v) && (v & SLEEPING) == 0 -> goto cas \
+	:: COUNT(v) != 0 && !SPINS(v) && (v & SLEEPING) != 0 -> goto fwait \
+	fi
+
+/* a loop head where the waiter looks at its clock (rule 6): mark itself
+ * once the hand-off bound has passed */
+#define MARK_OR_LOOK							\
+	if								\
+	:: CAN_MARK -> goto mark					\
+	:: ELSE_LOOK -> LOOK						\
 	fi
 
 proctype thread(byte i)
@@ -401,6 +642,7 @@ proctype thread(byte i)
 	bit  isr;	/* reader request */
 	bit  fast;	/* held through the fast path (may be materialised) */
 	bit  may_spin;	/* wait_loop()'s may_spin */
+	bit  ovt;	/* count_blockers(): may overtake */
 	byte kind;	/* K_PLAIN .. K_KILL */
 	byte cnt;	/* lock_common()'s blockers */
 	byte v;		/* wait_loop()'s v */
@@ -412,6 +654,13 @@ proctype thread(byte i)
 
 start:
 	atomic {
+#ifdef TWO_THREADS
+		/* thread 2 takes no part */
+		if
+		:: i == 2 -> goto stop
+		:: else
+		fi;
+#endif
 #ifndef LIVENESS
 		/* a thread may stop: a waiter it leaves behind must not hang */
 		if
@@ -456,23 +705,45 @@ start:
 		:: tw != TW_FREE
 #endif
 		fi;
-		/* lock_common(): tree_lock(), count the blockers, insert */
+		/* lock_common(): tree_lock(), count the blockers; overtake
+		 * (rule 2), or insert (rule 1) */
 		CS_BEGIN
 			count_blockers();
 			if
 #ifndef NO_TRYLOCK
-			:: cnt > 0 ->	/* trylock_common(): busy, insert nothing */
+			:: cnt > 0 && !ovt ->	/* trylock_common(): busy (rule 3) */
 				cnt = 0; TREE_UNLOCK; goto leave
 #endif
 			:: true		/* a lock call, or a trylock that wins */
 			fi;
-			rd[i] = isr;			/* insert_request() */
-			seq[i] = nreq; nreq++;
-			intree[i] = 1;
-			word[i] = cnt * ONE_BLOCKER;
+			rd[i] = isr;
+			note_entry();
+			if
+			:: ovt ->		/* overtake: held at once */
+				overtake_seq();
+				intree[i] = 1;
+				word[i] = 0;
+				j = 0;
+				do
+				:: j < N ->
+					if
+					:: j != i && intree[j] && INTERSECTS(i, j) &&
+					   COUNTS(isr, rd[j]) -> add_blocker(j)
+					:: else
+					fi;
+					j++
+				:: else -> break
+				od;
+				j = 0; cnt = 0; ovt = 0
+			:: else ->		/* insert_request(): max seq */
+				seq[i] = nreq;
+				intree[i] = 1;
+				word[i] = cnt * ONE_BLOCKER
+			fi;
+			nreq++;
 			if
 			:: cnt > 0 -> nwait++; waiting[i] = 1
-			:: else
+			:: else -> granted(i)
 			fi;
 			check_inv();
 		CS_END;
@@ -510,20 +781,21 @@ spin:	/* next in line: may_spin = false; clear SLEEPING by CAS if set */
 	atomic {
 		may_spin = 0;
 		if
-		:: (v & SLEEPING) == 0 -> v = word[i]; LOOK	/* spin_for_grant() */
+		:: (v & SLEEPING) == 0 -> v = word[i]; MARK_OR_LOOK /* spin_for_grant() */
 		:: (v & SLEEPING) != 0 && word[i] == v ->
 			v = v & ~SLEEPING; word[i] = v
 		:: (v & SLEEPING) != 0 && word[i] != v ->	/* CAS failed */
-			v = word[i]; may_spin = 1; LOOK
+			v = word[i]; may_spin = 1; MARK_OR_LOOK
 		fi
 	}
-	/* spin_for_grant(): acquire loads; then v = load, look again */
-	atomic { v = word[i]; LOOK }
+	/* spin_for_grant(): acquire loads; then v = load, look again (and
+	 * at the clock) */
+	atomic { v = word[i]; MARK_OR_LOOK }
 cas:	/* CAS(word, v, v | SLEEPING), acquire: announce the sleep */
 	atomic {
 		if
 		:: word[i] == v -> v = v | SLEEPING; word[i] = v
-		:: word[i] != v -> v = word[i]; LOOK		/* failed: look again */
+		:: word[i] != v -> v = word[i]; MARK_OR_LOOK	/* failed: look again */
 		fi
 	}
 fwait:	/* rl_wait(word, v): FUTEX_WAIT_BITSET */
@@ -541,17 +813,79 @@ fwait:	/* rl_wait(word, v): FUTEX_WAIT_BITSET */
 			fblocked[i] = 0; goto waited }
 	:: atomic { fblocked[i] && (kind == K_INTR || kind == K_TIMED) ->
 			fblocked[i] = 0; goto give_up }		/* EINTR, ETIMEDOUT */
+	:: atomic { fblocked[i] && CAN_MARK ->	/* the hand-off bound */
+			fblocked[i] = 0; goto waited }
 	fi;
-waited:	/* any other return: look again; next in line may spin again */
+waited:	/* any other return: look again (and at the clock); next in line
+	 * may spin again */
 	if
 	:: kind == K_KILL -> goto cancelled	/* pthread_testcancel() after */
-	:: atomic { true -> may_spin = (kind != K_INTR); v = word[i]; LOOK }
+	:: atomic { true -> may_spin = (kind != K_INTR); v = word[i];
+			MARK_OR_LOOK }
 	fi;
 
-give_up:	/* withdraw_request(GIVE_UP_SIGNAL / GIVE_UP_TIMEOUT) */
+claim:	/* claim_eligible(), rule 5: under tree_lock, iff still ELIGIBLE */
 	CS_BEGIN
 		if
-		:: (word[i] >> 1) == 0 ->		/* the grant won: keep it */
+#ifndef MUT_CLAIM_NO_RECHECK
+		:: word[i] == SLEEPING ->
+#else
+		:: true ->	/* mutant: no re-check */
+#endif
+			word[i] = 0;
+			granted(i);
+			check_inv();
+			shadow_enter();
+			TREE_UNLOCK;
+			goto owner
+		:: else ->	/* overtaken meanwhile: wait again */
+			check_inv()
+		fi;
+	CS_END;
+	/* (the clock is read here too: a waiter that is overtaken between
+	 * every wake-up and its claim never sleeps long enough for a futex
+	 * timeout) */
+	atomic { may_spin = (kind != K_INTR); v = word[i]; MARK_OR_LOOK }
+
+mark:	/* mark_handoff(), rule 6: the bound has passed */
+	CS_BEGIN
+		if
+		:: word[i] == 0		/* granted meanwhile */
+#ifndef MUT_MARK_ELIGIBLE
+		:: word[i] == SLEEPING ->	/* ELIGIBLE: claim at once */
+			word[i] = 0;
+			granted(i)
+		:: COUNT(word[i]) > 0 ->
+#else
+		:: word[i] != 0 ->	/* mutant: marks an ELIGIBLE one too */
+#endif
+			word[i] = word[i] | HANDOFF;
+			marked[i] = 1;
+			late[i] = 0
+		fi;
+		check_inv();
+		if
+		:: word[i] == 0 ->
+			shadow_enter();
+			TREE_UNLOCK;
+			goto owner
+		:: else
+		fi;
+	CS_END;
+	atomic { v = word[i]; LOOK }
+
+give_up:	/* withdraw_request(GIVE_UP_SIGNAL / GIVE_UP_TIMEOUT), rule 7 */
+	CS_BEGIN
+		if
+		:: COUNT(word[i]) == 0 ->	/* granted, or ELIGIBLE: keep it */
+#ifndef MUT_GIVEUP_KEEPS_ELIGIBLE
+			if
+			:: word[i] != 0 ->	/* ELIGIBLE: claim */
+				word[i] = 0;
+				granted(i)
+			:: else
+			fi;
+#endif
 			check_inv();
 			shadow_enter();
 			TREE_UNLOCK;
@@ -559,7 +893,7 @@ give_up:	/* withdraw_request(GIVE_UP_SIGNAL / GIVE_UP_TIMEOUT) */
 		:: else ->
 			nwait--;
 			remove_request(W_GIVEUP);
-			waiting[i] = 0;
+			waiting[i] = 0; expired[i] = 0;
 			check_inv()
 		fi;
 	CS_END;
@@ -567,12 +901,12 @@ give_up:	/* withdraw_request(GIVE_UP_SIGNAL / GIVE_UP_TIMEOUT) */
 
 cancelled:	/* withdraw_on_cancel() -> withdraw_request(GIVE_UP_CANCEL) */
 	CS_BEGIN
-		if				/* granted or not: leave the tree */
-		:: (word[i] >> 1) != 0 -> nwait--
+		if		/* granted, ELIGIBLE or not: leave the tree */
+		:: COUNT(word[i]) != 0 -> nwait--
 		:: else
 		fi;
 		remove_request(W_GIVEUP);
-		waiting[i] = 0;
+		waiting[i] = 0; expired[i] = 0;
 		check_inv();
 	CS_END;
 	goto leave;
@@ -582,7 +916,7 @@ owner:	/* the lock call returned 0: the caller's critical section */
 	:: !isr ->	/* a writer may call range_downgrade_write() */
 		CS_BEGIN	/* (materialises a fast hold: its own) */
 			/* check_held() */
-			assert(intree[i] && (word[i] >> 1) == 0 && !rd[i]);
+			assert(intree[i] && word[i] == 0 && !rd[i]);
 			/* ghost: from here on a reader */
 			shadow_leave(); isr = 1; shadow_enter();
 			rd[i] = 1;
@@ -607,7 +941,7 @@ owner:	/* the lock call returned 0: the caller's critical section */
 	:: CS_BEGIN_IF(tw != TW_FAST(i, isr))	/* tree_fast_release() failed */
 			/* range_{read,write}_unlock() -> unlock_common() */
 			/* check_held() */
-			assert(intree[i] && (word[i] >> 1) == 0 && rd[i] == isr);
+			assert(intree[i] && word[i] == 0 && rd[i] == isr);
 			shadow_leave();
 			remove_request(W_UNLOCK);
 			check_inv();
@@ -622,12 +956,38 @@ leave:
 	:: rounds + 1 < (i == 0 -> ROUNDS0 : ROUNDS) -> rounds++; goto start
 	:: else -> goto stop
 	fi;
+#elif defined(ONE_VICTIM)
+	/* thread 0 makes one request, the others loop for ever */
+	if
+	:: i == 0 -> goto stop
+	:: else -> goto start
+	fi;
 #else
 	goto start;
 #endif
 stop:
 	skip
 }
+
+#if defined(LIVENESS) && !defined(FIFO)
+/* The clock: the hand-off bound of each wait passes eventually.  Weak
+ * fairness is per process: this one, enabled while a request waits with
+ * its bound not yet passed, must run; it expires the bounds of all the
+ * requests waiting at that moment (one transition: with one option per
+ * request, the process could keep serving the others). */
+active proctype clock()
+{
+	do
+	:: d_step {
+		(waiting[0] && !expired[0]) || (waiting[1] && !expired[1]) ||
+		(waiting[2] && !expired[2]) ->
+		expired[0] = waiting[0];
+		expired[1] = waiting[1];
+		expired[2] = waiting[2]
+	   }
+	od
+}
+#endif
 
 init
 {
