@@ -7,7 +7,9 @@
 #     RANGELOCK_VERSION_* macros (pkg-config, the CMake package and
 #     rangelock_version() follow; a configure-time check keeps them equal),
 #     and in the README's lines that name the version;
-#  2. turns CHANGELOG.md's [Unreleased] section into [X.Y.Z] - today;
+#  2. regenerates the manual pages (man/gen-man.sh: they carry the
+#     version) and turns CHANGELOG.md's [Unreleased] section into
+#     [X.Y.Z] - today;
 #  3. builds the shared library (RelWithDebInfo) in build-release/, checks
 #     its exports and that the calls added since the last release are in
 #     the RANGELOCK_X.Y node, runs the ABI gate against the old baseline
@@ -51,6 +53,9 @@ sed -i -e "s/^#define RANGELOCK_VERSION_MAJOR .*/#define RANGELOCK_VERSION_MAJOR
 sed -i -e "s/\(| \`rangelock_version()\`.*| \"\)[0-9.]*\(\" |\)/\1$new\2/" \
 	-e "s/librangelock\.so\.[0-9]*\.[0-9]*\.[0-9]*/librangelock.so.$new/" \
 	README.md
+
+echo "== manual pages (they carry the version)"
+sh man/gen-man.sh >/dev/null
 
 echo "== CHANGELOG.md: [Unreleased] -> [$new] - $today"
 awk -v v="$new" -v d="$today" '
