@@ -16,8 +16,10 @@
  *     FUTEX_CLOCK_REALTIME does in the futex backend);
  *   - deadline on CLOCK_MONOTONIC, or none: the monotonic condition;
  *     deadlines are passed as they are, never translated, so none overflows;
- *   - interruptible (no deadline): poll() on the read end of the thread's
- *     own pipe; the waker writes one byte.  Condition waits never fail with
+ *   - interruptible: poll() on the read end of the thread's own pipe (with
+ *     a deadline, for the time left on its clock when the sleep starts:
+ *     the library's interruptible waits with a deadline are short naps on
+ *     CLOCK_MONOTONIC); the waker writes one byte.  Condition waits never fail with
  *     EINTR, and semaphore waits hide it on musl until the process installs
  *     a handler without SA_RESTART; poll() is never restarted (Linux, the
  *     BSDs, macOS), so every handler that runs ends it with EINTR.
@@ -45,6 +47,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -226,12 +229,36 @@ static void pipe_take_byte(void)
 
 /* Sleep on the thread's pipe until woken (0) or a signal handler ran
  * (-EINTR); called without the bucket mutex, returns with it held. */
-static int sleep_on_pipe(struct bucket *b, struct parked *me)
+/* poll()'s relative timeout for @abstime on @clockid: ms, rounded up; -1
+ * without a deadline, 0 once it has passed, INT_MAX at most. */
+static int poll_timeout_ms(clockid_t clockid, const struct timespec *abstime)
+{
+	struct timespec now;
+	long long ms;
+
+	if (!abstime)
+		return -1;
+	clock_gettime(clockid, &now);
+	if (abstime->tv_sec - now.tv_sec > INT_MAX / 1000 - 1)
+		return INT_MAX;
+	ms = (long long)(abstime->tv_sec - now.tv_sec) * 1000 +
+	     (abstime->tv_nsec - now.tv_nsec + 999999) / 1000000;
+	return ms < 0 ? 0 : (int)ms;
+}
+
+/*
+ * An interruptible wait: poll() on the thread's pipe, which every signal
+ * handler ends with EINTR (a condition wait never reports one).  With a
+ * deadline, poll() sleeps the remaining time, measured on @clockid when it
+ * starts (a wall-clock step during the sleep is seen when it ends).
+ */
+static int sleep_on_pipe(struct bucket *b, struct parked *me, clockid_t clockid,
+			 const struct timespec *abstime)
 {
 	struct pollfd pfd = { .fd = thread_pipe[0], .events = POLLIN };
 	int n, err = 0;
 
-	n = poll(&pfd, 1, -1);
+	n = poll(&pfd, 1, poll_timeout_ms(clockid, abstime));
 	if (n < 0) {
 		err = errno;
 		if (err != EINTR && err != EAGAIN)
@@ -243,14 +270,18 @@ static int sleep_on_pipe(struct bucket *b, struct parked *me)
 		unlink_parked(b, me); /* no byte was written */
 	else
 		pipe_take_byte();     /* written under the mutex: it is there */
-	return err == EINTR ? -EINTR : 0;
+	if (err == EINTR)
+		return -EINTR;
+	if (n == 0 && abstime && poll_timeout_ms(clockid, abstime) == 0)
+		return -ETIMEDOUT;
+	return 0;
 }
 
 int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	    const struct timespec *abstime, unsigned flags)
 {
 	struct bucket *b = bucket_of(word);
-	bool use_pipe = !abstime && (flags & RL_WAIT_INTERRUPTIBLE);
+	bool use_pipe = flags & RL_WAIT_INTERRUPTIBLE;
 	struct parked me;
 	int r, oldstate;
 
@@ -274,7 +305,7 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
 	if (use_pipe) {
 		unlock_bucket(b);
-		r = sleep_on_pipe(b, &me);
+		r = sleep_on_pipe(b, &me, clockid, abstime);
 	} else {
 		r = sleep_on_cond(b, &me, abstime);
 	}
