@@ -102,6 +102,14 @@ void rl_check_tree(const struct range_lock_tree *tree)
 			if (is_held(n) && is_held(m))
 				tree_broken(tree, "conflicting requests both held", m, n);
 		}
+		/* Well-formed words (rangelock.c): 0 (held), ELIGIBLE (only
+		 * in the default policy), or a count with HANDOFF only in the
+		 * default policy. */
+		if (word_of(n) != 0 && !blocking_of(n) &&
+		    (word_of(n) != 1 || (tree->flags & RANGE_LOCK_TREE_FLAG_FIFO)))
+			tree_broken(tree, "a wait word with no blocker that is neither held nor eligible", n, NULL);
+		if ((word_of(n) & 2) && (tree->flags & RANGE_LOCK_TREE_FLAG_FIFO))
+			tree_broken(tree, "a HANDOFF mark in a FIFO tree", n, NULL);
 		if (blocking_of(n) != expect)
 			tree_broken(tree, "blocking count differs from the earlier "
 					  "conflicting requests", n, NULL);
@@ -202,19 +210,30 @@ static void make_exit_key(void)
 	pthread_key_create(&exit_key, report_exit_with_holds);
 }
 
+static bool conflicting(bool reader_a, bool reader_b)
+{
+	return !(reader_a && reader_b);
+}
+
 /*
- * A reader that already reads @h and asks for an intersecting read range
- * waits forever if a writer arrived in between on units of both: the writer
- * waits for @h, the new request for the writer.  Returns that writer.
+ * A request @m in the tree that waits for the hold @h (it intersects and
+ * conflicts with it, and comes after it) and that the new request @lock
+ * conflicts with and intersects: @lock waits for @m (or, in the default
+ * policy, overtakes it only until @m is marked), which waits for @h, which
+ * the caller holds.  @h need not intersect @lock: a writer waiting on
+ * [0, 19] links a hold of [0, 9] to a request for [10, 19].  (Longer
+ * chains, through further waiters, are not followed.)
  */
-static const struct range_lock *writer_between(const struct range_lock_tree *tree,
+static const struct range_lock *waiter_between(const struct range_lock_tree *tree,
 					       const struct range_lock *lock,
-					       const struct hold *h)
+					       bool reader, const struct hold *h)
 {
 	struct range_lock *m;
 
 	itree_foreach(m, tree->root, lock->start, lock->last) {
-		if (!is_reader(m) && m->seqnum > h->lock->seqnum &&
+		if (m != h->lock && conflicting(reader, is_reader(m)) &&
+		    conflicting(is_reader(h->lock), is_reader(m)) &&
+		    m->seqnum > h->lock->seqnum &&
 		    m->start <= h->last && m->last >= h->start)
 			return m;
 	}
@@ -231,10 +250,14 @@ void rl_check_self_deadlock(const struct range_lock_tree *tree,
 	int cancel_state = registry_enter();
 	for (size_t i = 0; i < nr_holds; i++) {
 		struct hold *h = &holds[i];
-		if (h->tid != me || h->tree != tree || h->last < lock->start ||
-		    h->start > lock->last)
+		bool direct;
+
+		if (h->tid != me || h->tree != tree)
 			continue;
-		if (reader && is_reader(h->lock) && !(w = writer_between(tree, lock, h)))
+		direct = h->last >= lock->start && h->start <= lock->last &&
+			 conflicting(reader, is_reader(h->lock));
+		w = direct ? NULL : waiter_between(tree, lock, reader, h);
+		if (!direct && !w)
 			continue;
 		fprintf(stderr, "librangelock: self-deadlock: thread %u calls %s on "
 				"[%llu, %llu] of tree %p while it holds [%llu, %llu] "
@@ -245,7 +268,8 @@ void rl_check_self_deadlock(const struct range_lock_tree *tree,
 			is_reader(h->lock) ? "reading" : "writing");
 		print_site(stderr, h->site);
 		if (w)
-			fprintf(stderr, "), and writer [%llu, %llu] waits between them\n",
+			fprintf(stderr, "), and %s [%llu, %llu] waits between them\n",
+				is_reader(w) ? "reader" : "writer",
 				(unsigned long long)w->start, (unsigned long long)w->last);
 		else
 			fputs(")\n", stderr);

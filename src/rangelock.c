@@ -1237,8 +1237,8 @@ struct timespec_time32 {
 			ts.tv_nsec = abstime->tv_nsec;                           \
 			w.abstime = &ts;                                         \
 		}                                                                \
-		return lock_common("range_" #mode "_timedlock", tree, lock,      \
-				   reader, &w, 0, CALLER);                       \
+		return lock_two_levels("range_" #mode "_timedlock", tree, lock,  \
+				       reader, &w, 0, CALLER);                   \
 	}
 
 DEFINE_TIMEDLOCK_TIME32(read, true)

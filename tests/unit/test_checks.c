@@ -88,6 +88,40 @@ static void test_recursive_read_behind_writer(void **state)
 	expect_text(&r, "writer [0, 100] waits between them");
 }
 
+/* The same through a hold the new read does not even intersect: the writer
+ * waiting on [0, 100] links the hold of [10, 20] to a read of [30, 40]. */
+static void read_linked_by_waiting_writer(void)
+{
+	struct range_lock r1, r2;
+	struct range_lock_stats st, now;
+	pthread_t t;
+
+	range_lock_tree_init(&tree_c);
+	range_lock_tree_enable_stats(&tree_c, &st);
+	range_lock_init(&r1, 10, 20);
+	range_lock_init(&r2, 30, 40);
+	range_read_lock(&tree_c, &r1);
+	pthread_create(&t, NULL, writer_on_c, NULL);
+	do {
+		sleep_ms(1);
+		range_lock_tree_get_stats(&tree_c, &now);
+	} while (now.waiting_now != 1);
+	range_read_lock(&tree_c, &r2); /* deadlock once the writer is marked */
+}
+
+static void test_read_linked_by_waiting_writer(void **state)
+{
+	(void)state;
+	struct child_result r;
+
+	run_child(read_linked_by_waiting_writer, &r);
+	assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT);
+	expect_text(&r, "self-deadlock");
+	expect_text(&r, "range_read_lock on [30, 40]");
+	expect_text(&r, "while it holds [10, 20] for reading");
+	expect_text(&r, "writer [0, 100] waits between them");
+}
+
 static void own_range_try_and_timed(void)
 {
 	struct range_lock held, again, reader2;
@@ -240,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_self_deadlock_stopped),
 		cmocka_unit_test(test_try_and_timed_just_fail),
 		cmocka_unit_test(test_recursive_read_behind_writer),
+		cmocka_unit_test(test_read_linked_by_waiting_writer),
 		cmocka_unit_test(test_lock_order_inversion),
 		cmocka_unit_test(test_thread_exit_holding),
 	};
