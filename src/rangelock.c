@@ -158,7 +158,7 @@ static inline uint32_t blockers_of(uint32_t word)
  * percentile wait stays within a few milliseconds (rangelock-bench).
  */
 #ifndef RL_HANDOFF_NS
-#define RL_HANDOFF_NS 2000000L
+#define RL_HANDOFF_NS INT64_C(2000000)
 #endif
 
 /*
@@ -710,10 +710,12 @@ static bool spin_for_grant(_Atomic uint32_t *word)
 	return false;
 }
 
-static void timespec_add_ns(struct timespec *ts, long ns)
+/* @ns >= 0; int64_t because a bound of seconds does not fit a 32-bit long. */
+static void timespec_add_ns(struct timespec *ts, int64_t ns)
 {
-	ts->tv_nsec += ns;
-	while (ts->tv_nsec >= 1000000000L) {
+	ts->tv_sec += (time_t)(ns / 1000000000);
+	ts->tv_nsec += (long)(ns % 1000000000);
+	if (ts->tv_nsec >= 1000000000L) {
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000L;
 	}
@@ -776,10 +778,10 @@ static int sleep_once(struct waiter *w, _Atomic uint32_t *word, uint32_t v)
 				if (timespec_before(&now_c, user)) {
 					/* At most the bound ahead: no overflow
 					 * for far deadlines. */
-					long ns = RL_HANDOFF_NS;
+					int64_t ns = RL_HANDOFF_NS;
 
 					if (user->tv_sec - now_c.tv_sec <= 1)
-						ns = (long)(user->tv_sec - now_c.tv_sec) * 1000000000L +
+						ns = (int64_t)(user->tv_sec - now_c.tv_sec) * 1000000000 +
 						     (user->tv_nsec - now_c.tv_nsec);
 					timespec_add_ns(&mono, ns < RL_HANDOFF_NS ? ns : RL_HANDOFF_NS);
 				}

@@ -22,11 +22,26 @@
 struct CMUnitTest {
 	const char *name;
 	void (*test_func)(void **state);
+	int (*setup_func)(void **state);     /* per test, may be NULL */
+	int (*teardown_func)(void **state);
 };
-#define cmocka_unit_test(f) { #f, f }
+#define cmocka_unit_test(f) { #f, f, NULL, NULL }
+#define cmocka_unit_test_setup_teardown(f, setup, teardown) \
+	{ #f, f, setup, teardown }
 
 static jmp_buf cmocka_lite_env;
 static pthread_t cmocka_lite_main;
+
+static inline void print_message(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static inline void print_message(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+}
 
 static inline void print_error(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
@@ -88,10 +103,19 @@ static inline int cmocka_lite_run(const struct CMUnitTest *tests, size_t n)
 	for (volatile size_t i = 0; i < n; i++) {
 		printf("[ RUN      ] %s\n", tests[i].name);
 		fflush(stdout);
+		if (tests[i].setup_func && tests[i].setup_func(NULL)) {
+			printf("[  ERROR   ] %s: setup failed\n", tests[i].name);
+			failed++;
+			continue;
+		}
 		if (setjmp(cmocka_lite_env) == 0) {
 			tests[i].test_func(NULL);
+			if (tests[i].teardown_func)
+				tests[i].teardown_func(NULL);
 			printf("[       OK ] %s\n", tests[i].name);
 		} else {
+			if (tests[i].teardown_func)
+				tests[i].teardown_func(NULL);
 			printf("[  FAILED  ] %s\n", tests[i].name);
 			failed++;
 		}
