@@ -57,7 +57,10 @@ static void *writer_on_c(void *arg)
 	return NULL;
 }
 
-static void recursive_read_behind_writer(void)
+/* Read [10, 20], let a writer on [0, 100] queue behind it, then read
+ * [start, last]: a deadlock (at once in FIFO, once the writer is marked in
+ * the default policy) that the check must stop. */
+static void read_again_behind_writer(uint64_t start, uint64_t last)
 {
 	struct range_lock r1, r2;
 	struct range_lock_stats st, now;
@@ -66,7 +69,7 @@ static void recursive_read_behind_writer(void)
 	range_lock_tree_init(&tree_c);
 	range_lock_tree_enable_stats(&tree_c, &st);
 	range_lock_init(&r1, 10, 20);
-	range_lock_init(&r2, 15, 25);
+	range_lock_init(&r2, start, last);
 	range_read_lock(&tree_c, &r1);
 	pthread_create(&t, NULL, writer_on_c, NULL);
 	do {
@@ -74,6 +77,11 @@ static void recursive_read_behind_writer(void)
 		range_lock_tree_get_stats(&tree_c, &now);
 	} while (now.waiting_now != 1);
 	range_read_lock(&tree_c, &r2); /* deadlock: stopped by the check */
+}
+
+static void recursive_read_behind_writer(void)
+{
+	read_again_behind_writer(15, 25);
 }
 
 static void test_recursive_read_behind_writer(void **state)
@@ -92,21 +100,7 @@ static void test_recursive_read_behind_writer(void **state)
  * waiting on [0, 100] links the hold of [10, 20] to a read of [30, 40]. */
 static void read_linked_by_waiting_writer(void)
 {
-	struct range_lock r1, r2;
-	struct range_lock_stats st, now;
-	pthread_t t;
-
-	range_lock_tree_init(&tree_c);
-	range_lock_tree_enable_stats(&tree_c, &st);
-	range_lock_init(&r1, 10, 20);
-	range_lock_init(&r2, 30, 40);
-	range_read_lock(&tree_c, &r1);
-	pthread_create(&t, NULL, writer_on_c, NULL);
-	do {
-		sleep_ms(1);
-		range_lock_tree_get_stats(&tree_c, &now);
-	} while (now.waiting_now != 1);
-	range_read_lock(&tree_c, &r2); /* deadlock once the writer is marked */
+	read_again_behind_writer(30, 40);
 }
 
 static void test_read_linked_by_waiting_writer(void **state)
