@@ -739,8 +739,8 @@ static bool deadline_passed(clockid_t clockid, const struct timespec *abstime)
  * One sleep on @word (which held @v).  Until the waiter is marked, the sleep
  * ends at the hand-off deadline (CLOCK_MONOTONIC) at the latest, and the
  * caller's own deadline is checked on its own clock when it ends.
- * Returns 0 (look again), -EINTR or -ETIMEDOUT (the caller's deadline),
- * or 1: the hand-off bound has passed.
+ * Returns 0 (look again: wait_loop() checks the hand-off deadline on every
+ * pass), -EINTR or -ETIMEDOUT (the caller's deadline).
  */
 static int sleep_once(struct waiter *w, _Atomic uint32_t *word, uint32_t v)
 {
@@ -799,10 +799,7 @@ static int sleep_once(struct waiter *w, _Atomic uint32_t *word, uint32_t v)
 		return -EINTR;
 	if (r == -ETIMEDOUT && w->kind == WAIT_TIMED && w->marked)
 		return -ETIMEDOUT;
-	if (!w->marked && (r == -ETIMEDOUT || w->kind == WAIT_KILLABLE) &&
-	    deadline_passed(CLOCK_MONOTONIC, &w->handoff))
-		return 1;
-	return 0;
+	return 0; /* look again; wait_loop() checks the hand-off deadline */
 }
 
 /* Returns 0 when granted, -EINTR or -ETIMEDOUT after leaving the tree. */
@@ -882,7 +879,6 @@ static int wait_loop(struct waiter *w)
 				return 0;
 			return r;
 		}
-		/* r == 1: the bound has passed; the next pass marks us. */
 		/* Any return means "look again" (FUTEX-RULES rule 4); after a
 		 * wake-up, next in line may spin again. */
 		may_spin = w->kind != WAIT_INTERRUPTIBLE;
