@@ -219,9 +219,21 @@ static inline bool conflict(bool reader_a, bool reader_b)
 	return !(reader_a && reader_b);
 }
 
+/* tree->flags: written only under tree_lock, always with an atomic store
+ * (fast readers load them without it); read with relaxed loads. */
+static inline uint32_t tree_flags(const struct range_lock_tree *tree)
+{
+	return __atomic_load_n(&tree->flags, __ATOMIC_RELAXED);
+}
+
+static inline void tree_flags_store(struct range_lock_tree *tree, uint32_t flags)
+{
+	__atomic_store_n(&tree->flags, flags, __ATOMIC_RELAXED);
+}
+
 static inline bool tree_is_fifo(const struct range_lock_tree *tree)
 {
-	return tree->flags & RANGE_LOCK_TREE_FLAG_FIFO;
+	return tree_flags(tree) & RANGE_LOCK_TREE_FLAG_FIFO;
 }
 
 static inline struct range_lock_stats *stats_of(struct range_lock_tree *tree)
@@ -1426,12 +1438,25 @@ int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo)
 	busy = tree->root != NULL;
 	if (!busy) {
 		if (fifo)
-			tree->flags |= RANGE_LOCK_TREE_FLAG_FIFO;
+			tree_flags_store(tree, tree->flags | RANGE_LOCK_TREE_FLAG_FIFO);
 		else
-			tree->flags &= ~RANGE_LOCK_TREE_FLAG_FIFO;
+			tree_flags_store(tree, tree->flags & ~RANGE_LOCK_TREE_FLAG_FIFO);
 	}
 	tree_unlock(tree);
 	return busy ? -EBUSY : 0;
+}
+
+int range_lock_tree_set_fast_read(struct range_lock_tree *tree, int on)
+{
+	if (!tree)
+		die("range_lock_tree_set_fast_read", NULL, "NULL tree");
+	tree_lock(tree);
+	if (on)
+		tree_flags_store(tree, tree->flags & ~RANGE_LOCK_TREE_FLAG_NO_FAST_READ);
+	else
+		tree_flags_store(tree, tree->flags | RANGE_LOCK_TREE_FLAG_NO_FAST_READ);
+	tree_unlock(tree);
+	return 0;
 }
 
 int range_lock_tree_destroy(struct range_lock_tree *tree)

@@ -194,15 +194,17 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
 	uint32_t nr_requests;         /* requests in the tree */
 	uint32_t nr_waiting;          /* of which have blockers */
 	uint32_t flags;               /* policy bits, changed only while empty */
-	uint32_t reserved32;          /* zero; for future flags */
+	uint32_t nr_writers;          /* writers among them (fast reads) */
 	union {                       /* 8 bytes on every target, so that the */
 		struct range_lock_file *file; /* layout is the same on 32 bits: */
 		uint64_t file_slot_;  /* NULL unless bound to a file */
 	};                            /* (range_lock_tree_set_file()) */
 };
 
-/* The tree's policy flag (struct range_lock_tree.flags): strict FIFO. */
+/* The tree's policy flags (struct range_lock_tree.flags; the other bits
+ * are private): strict FIFO; no reader fast path. */
 #define RANGE_LOCK_TREE_FLAG_FIFO 1u
+#define RANGE_LOCK_TREE_FLAG_NO_FAST_READ 2u
 
 /** RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree (default policy). */
 #define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 } }
@@ -246,6 +248,26 @@ RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
  * Return: 0, or -EBUSY if the tree is not empty (nothing is changed).
  */
 RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo);
+
+/**
+ * range_lock_tree_set_fast_read() - allow or forbid the reader fast path.
+ * @tree: the tree; it may be in use.
+ * @on:   nonzero (the default of range_lock_tree_init() and the static
+ *        initialisers) allows it; 0 forbids it: every read then goes
+ *        through the tree's internal lock, as in release 0.2.
+ *
+ * While no writer uses a tree, its readers publish their ranges in
+ * per-thread slots of a process-wide table instead of the tree: a read lock
+ * and unlock then write no cache line another thread writes, so readers
+ * scale with the cores.  The first writer (and any call that must see every
+ * holder: statistics, the dump, destroy, set_fifo, set_file) moves the
+ * published readers into the tree as the held readers they are, and the
+ * tree stays on the tree path for a while; writers wait only for the
+ * readers whose ranges they intersect.  See "Fast reads" above.
+ *
+ * Return: 0.
+ */
+RANGELOCK_API int range_lock_tree_set_fast_read(struct range_lock_tree *tree, int on);
 
 /**
  * range_lock_tree_set_file() - bind a tree to a file: every range it grants
