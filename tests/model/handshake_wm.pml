@@ -36,6 +36,8 @@
  * here                           src/ (fast_read.h, fast_read.c, rangelock.c)
  * -----------------------------  ---------------------------------------------
  * reader: LOAD(BIAS) first        enter(): relaxed look at BIASED
+ * reader: LOAD(SLOT(i)) first     fast_read_acquire(): relaxed look at the
+ *                                 slot: not IDLE (still held) -> old path
  * reader: STORE(REQ(i))           fast_read_acquire(): s->req/start/last
  * reader: RELEASE; STORE(SLOT);   fast_read_acquire(): atomic_exchange(state,
  *         FENCE                   T|PUB, seq_cst)
@@ -43,9 +45,9 @@
  * reader: CAS(SLOT, PUB, IDLE)    back out (FAST_READ_NO), or fails: a revoker
  *                                 took it (FAST_READ_MATERIALISED), then
  *                                 tree_lock; tree_unlock; held in the tree
- * reader: release CAS             fast_read_release(): CAS PUB -> IDLE
+ * UNLOCK_READ()                   fast_read_release(): CAS PUB -> IDLE
  *                                 [release]; failed: unlock through the tree,
- *                                 rl_slot_unmaterialise()
+ *                                 rl_slot_unmaterialise() (MAT -> IDLE)
  * reader: slow:                   the old path (abstract: a tree reader is
  *                                 admitted when no writer is in the tree);
  *                                 -DREBIAS: it may set BIASED (re-biasing)
@@ -57,8 +59,9 @@
  *                                 materialised and tree readers (abstract)
  *
  * THREADS: readers 0..NR-1 (NR = 2), each with its own slot, RROUNDS read
- * locks each; the writer (thread NR), WROUNDS write locks.  The tree starts
- * BIASED.  Tree-lock-protected data (intree, wtree) is written under
+ * locks each; the writer (thread NR), WROUNDS write locks.  -DXUNLOCK: the
+ * unlocker process unlocks reader 0's requests (a cross-thread unlock)
+ * while reader 0 goes on to its next one.  The tree starts BIASED.  Tree-lock-protected data (intree, wtree) is written under
  * tree_lock, directly to mem (the lock's acquire/release orders it).
  *
  * PROPERTIES (assertions):
@@ -82,6 +85,9 @@
  *                          slot can be seen before the request pointer)
  *   MUT_NO_BACKOUT         a reader that saw BIASED clear leaves its slot
  *                          published and goes the old way
+ *   MUT_NO_SLOT_LOOK       the reader publishes without looking at its
+ *                          slot first (-DXUNLOCK: a cross-thread unlock of
+ *                          its previous request then releases the new one)
  */
 
 #define NR 2		/* the flusher and the writer's wait name 3 threads */
@@ -92,7 +98,12 @@
 #define WROUNDS 1
 #endif
 #define W NR			/* the writer's thread index */
+#define U (NR + 1)		/* the unlocker's (-DXUNLOCK; it never stores) */
+#ifdef XUNLOCK
+#define NT (NR + 2)
+#else
 #define NT (NR + 1)
+#endif
 
 /* locations */
 #define BIAS     0		/* the tree's BIASED bit */
@@ -114,11 +125,11 @@ typedef sbuf {
 	byte val[BUFSZ];
 	byte n
 };
-sbuf buf[NT];
+sbuf buf[NR + 2];
 
 bit tl;			/* tree_lock */
 bit wtree;		/* the writer's request is in the tree */
-bit intree[NR];		/* reader i is in the tree (materialised or slow) */
+byte intree[NR];	/* reader i's requests in the tree (materialised, slow) */
 
 /* ghosts */
 byte rcs;		/* readers in their critical sections */
@@ -126,6 +137,9 @@ bit wcs;		/* the writer in its critical section */
 bit fast[NR];		/* reader i between publication and release */
 byte rid[NR];		/* the request reader i published last */
 byte ndone;
+#ifdef XUNLOCK
+chan handoff = [RROUNDS] of { bit };	/* reader 0's held requests */
+#endif
 
 /* ---- memory ---- */
 
@@ -206,6 +220,39 @@ end:	do
 
 /* ---- the reader ---- */
 
+/* Thread t unlocks a read request of reader rd: held = 1 if it took the
+ * slot (fast, or materialised), else it is in the tree. */
+inline UNLOCK_READ(t, rd, held, res)
+{
+	if
+	:: held ->
+		atomic {		/* release CAS PUB -> IDLE */
+			buf[t].n == 0;
+			if
+			:: mem[SLOT(rd)] == PUB -> mem[SLOT(rd)] = IDLE; fast[rd] = 0; res = 1
+			:: else -> res = 0
+			fi
+		}
+		if
+		:: res
+		:: else ->		/* materialised: through the tree */
+			TREE_LOCK(t);
+			atomic {	/* rl_slot_unmaterialise(): MAT -> IDLE */
+				buf[t].n == 0;
+				assert(mem[SLOT(rd)] == MAT);
+				mem[SLOT(rd)] = IDLE;
+				fast[rd] = 0	/* the owner may publish again */
+			}
+			intree[rd]--;	/* remove it from the tree */
+			TREE_UNLOCK(t)
+		fi
+	:: else ->
+		TREE_LOCK(t);
+		intree[rd]--;
+		TREE_UNLOCK(t)
+	fi
+}
+
 proctype reader(byte i)
 {
 	byte r, b, v;
@@ -214,8 +261,13 @@ proctype reader(byte i)
 	for (r : 1 .. RROUNDS) {
 		slot = 0;
 		LOAD(i, BIAS, b);		/* enter(): relaxed look */
+#ifndef MUT_NO_SLOT_LOOK
+		LOAD(i, SLOT(i), v);		/* our slot: relaxed look */
+#else
+		v = IDLE;
+#endif
 		if
-		:: b == 1 ->
+		:: b == 1 && v == IDLE ->
 			STORE(i, REQ(i), r);	/* s->req, start, last */
 #ifndef MUT_PUBLISH_RELAXED
 			RELEASE(i);		/* PUBLISH: exchange, seq_cst ... */
@@ -253,7 +305,7 @@ slow:			TREE_LOCK(i);
 				!wtree;
 				goto slow
 			:: else ->
-				intree[i] = 1;
+				intree[i]++;
 #ifdef REBIAS
 				LOAD(i, BIAS, b);
 				if
@@ -267,34 +319,36 @@ slow:			TREE_LOCK(i);
 
 		/* the critical section */
 		d_step { rcs++; assert(wcs == 0) };
-		rcs--;
-
+#ifdef XUNLOCK
 		if
-		:: slot ->
-			atomic {		/* release CAS PUB -> IDLE */
-				buf[i].n == 0;
-				if
-				:: mem[SLOT(i)] == PUB -> mem[SLOT(i)] = IDLE; fast[i] = 0; ok = 1
-				:: else -> ok = 0
-				fi
-			}
-			if
-			:: ok
-			:: else ->		/* materialised: through the tree */
-				TREE_LOCK(i);
-				CAS(i, SLOT(i), MAT, IDLE, ok);
-				assert(ok);
-				d_step { intree[i] = 0; fast[i] = 0 };
-				TREE_UNLOCK(i)
-			fi
+		:: i == 0 -> handoff!slot	/* another thread unlocks it */
 		:: else ->
-			TREE_LOCK(i);
-			intree[i] = 0;
-			TREE_UNLOCK(i)
+#endif
+			rcs--;
+			UNLOCK_READ(i, i, slot, ok)
+#ifdef XUNLOCK
 		fi
+#endif
 	}
 	ndone++
 }
+
+#ifdef XUNLOCK
+/* Unlocks reader 0's requests, in another thread (the request remembers
+ * its slot); reader 0 goes on meanwhile. */
+proctype unlocker()
+{
+	byte r;
+	bit ok, slot;
+
+	for (r : 1 .. RROUNDS) {
+		handoff?slot;
+		rcs--;
+		UNLOCK_READ(U, 0, slot, ok)
+	}
+	ndone++
+}
+#endif
 
 /* ---- the writer ---- */
 
@@ -311,7 +365,7 @@ inline SCAN()
 				assert(fast[j]);
 				LOAD(W, REQ(j), v);	/* only now: s->req */
 				assert(v == rid[j]);
-				intree[j] = 1	/* materialise: a held reader */
+				intree[j]++	/* materialise: a held reader */
 			:: else
 			fi
 		:: else
@@ -365,12 +419,15 @@ init
 		for (i : 0 .. NR - 1) {
 			run reader(i)
 		}
-		run writer()
+		run writer();
+#ifdef XUNLOCK
+		run unlocker()
+#endif
 	}
 	ndone == NT;
 	/* every RMW drained its thread's buffer; the last step of each thread
 	 * is one */
-	assert(buf[0].n == 0 && buf[1].n == 0 && buf[2].n == 0);
+	assert(buf[0].n == 0 && buf[1].n == 0 && buf[2].n == 0 && buf[3].n == 0);
 	assert(mem[SLOT(0)] == IDLE && mem[SLOT(1)] == IDLE);
 	assert(intree[0] == 0 && intree[1] == 0 && !wtree && !tl)
 }
