@@ -54,15 +54,16 @@
  * writer: STORE(BIAS, 0); FENCE   revocation: seq_cst store of flags
  * writer: scan                    rl_take_published(): seq_cst load of each
  *                                 state, CAS PUB -> MAT [acquire], then read
- *                                 s->req and materialise (intree[i] = 1)
+ *                                 s->req and materialise (intree[i]++)
  * writer: wtree, wait             the writer in the tree waits for the
  *                                 materialised and tree readers (abstract)
  *
  * THREADS: readers 0..NR-1 (NR = 2), each with its own slot, RROUNDS read
  * locks each; the writer (thread NR), WROUNDS write locks.  -DXUNLOCK: the
  * unlocker process unlocks reader 0's requests (a cross-thread unlock)
- * while reader 0 goes on to its next one.  The tree starts BIASED.  Tree-lock-protected data (intree, wtree) is written under
- * tree_lock, directly to mem (the lock's acquire/release orders it).
+ * while reader 0 goes on to its next one.  The tree starts BIASED.
+ * Tree-lock-protected data (intree, wtree) is written under tree_lock,
+ * directly to memory (the lock's acquire/release orders it).
  *
  * PROPERTIES (assertions):
  *   exclusion: never a reader (fast-held, materialised, or held in the
@@ -90,7 +91,7 @@
  *                          its previous request then releases the new one)
  */
 
-#define NR 2		/* the flusher and the writer's wait name 3 threads */
+#define NR 2		/* the flusher and the writer's wait name the threads */
 #ifndef RROUNDS
 #define RROUNDS 1
 #endif
