@@ -111,8 +111,11 @@ unsigned rl_take_published(struct range_lock_tree *tree,
 		 * (acquire: the owner's writes before it published). */
 		if (!atomic_compare_exchange_strong_explicit(
 			    &s->state, &v, (v & SLOT_ORPHAN) | (uintptr_t)tree | SLOT_MAT,
-			    memory_order_acquire, memory_order_relaxed))
-			continue; /* released or backed out meanwhile */
+			    memory_order_acquire, memory_order_acquire))
+			continue; /* released or backed out meanwhile: acquire
+				   * on failure too, so that a release that
+				   * came between our load and our CAS
+				   * happens before our critical section */
 		rl_hb_acquire(&s->state); /* annotate.h, edge 9 */
 		materialise(tree, atomic_load_explicit(&s->req, memory_order_relaxed));
 		taken++;
