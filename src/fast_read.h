@@ -40,7 +40,10 @@
  * The slot's other fields (req, start, last) are written by the owner
  * thread before it publishes and never while published.  A revoker reads
  * the request pointer only after winning the slot's CAS: a writer never
- * touches a reader's request or stack before the reader has lost it.
+ * touches a reader's request or stack before the reader has lost it.  The
+ * range is not needed by the revoker (it moves every published reader of
+ * its tree; the tree compares ranges): it is there for debuggers and
+ * tests, readable without touching a request.
  *
  * THE REQUEST.  A fast-held request is in no tree: its owner_tid holds
  * RL_SLOT_TAG | slot index (so that any thread can find the slot at unlock,
