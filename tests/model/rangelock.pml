@@ -68,6 +68,7 @@
  * -DFASTREAD: the reader fast path of issue 13 (FASTREAD.md; src/fast_read.c)
  * slot[], S_*, biased, nwr      slot states, BIASED, nr_      fast_read.h, tree->
  *                               writers                       flags, nr_writers
+ * owner: ORPHAN option          thread exit: add ORPHAN       key destructor
  * start: "isr && biased"        steps 1-3: bias (relaxed),    fast_read_acquire()
  *                               own slot IDLE; or no slot
  * fpub:                         4 PUBLISH; 5 CHECK; 6 held;   fast_read_acquire()
@@ -94,7 +95,8 @@
  * forbids that); spurious futex wake-ups: one per run; the hand-off bound
  * may expire at any time (safety) or eventually (-DLIVENESS: the clock
  * process); sequentially consistent memory; statistics off.  FASTREAD: one
- * tree, thread i owns slot i, no thread exit or fork (no ORPHAN); the
+ * tree, thread i owns slot i; no fork; -DORPHAN: one fast holder per run
+ * may exit (ORPHAN), its process then unlocks as another thread; the
  * inhibit countdown is a free choice; the tree may start biased; a
  * revocation's scan is one step per slot (CAS and insertion separate).
  *
@@ -156,6 +158,9 @@
  *                                 tree_lock(); tree_unlock()
  *   MUT_SCAN_BEFORE_CLEAR         the revoker scans, then clears BIASED
  *   MUT_RELEASE_IGNORES_MAT       the fast release "succeeds" on T|MAT
+ *   MUT_SCAN_SKIPS_ORPHANED       (-DORPHAN) a failed scan CAS skips the
+ *                                 slot (FASTREAD.md as written), though
+ *                                 the owner's exit made it PUB|ORPHAN
  */
 
 #ifndef NUNITS
@@ -250,12 +255,21 @@ hidden byte hk, hm, hc;   /* scratch for d_step computations */
 #define S_PUB   2	/* T|PUB: a fast reader of the tree has published here */
 #define S_MAT   3	/* T|MAT: a revoker won the slot; the request is (being)
 			   materialised into the tree as a held reader */
+#define S_PUBO  4	/* T|PUB|ORPHAN, T|MAT|ORPHAN: the owner thread exited */
+#define S_MATO  5	/* (-DORPHAN only) */
+#define IS_PUB(v)  ((v) == S_PUB || (v) == S_PUBO)
+#define IS_MAT(v)  ((v) == S_MAT || (v) == S_MATO)
+/* the release's new state: IDLE, or FREE if ORPHAN */
+#define RELEASED(v) (((v) == S_PUB || (v) == S_MAT) -> S_IDLE : S_FREE)
 byte slot[N];         /* fast_slot.state */
 bit  biased;          /* tree->flags & BIASED */
 byte nwr;             /* tree->nr_writers: writer requests in the tree */
 bit  fh[N];           /* ghost: request i returned held from the fast path
 			   (held fast, or held through the tree after a
 			   failed back-out), not yet unlocked */
+#ifdef ORPHAN
+bit  orphaned;        /* one thread exit per run (budget) */
+#endif
 byte matg;            /* ghost: k + 1 while a revoker has won slot k and
 			   not yet inserted its request (tree_lock held) */
 #ifdef PROBE_STALE
@@ -1102,20 +1116,43 @@ revoke:	/* revoke_fast_readers(), under tree_lock (BIASED was set, so no
 	 * the slot (request, range), insert the request as a HELD reader with
 	 * the next seqnum.  A failed CAS (backed out or released) skips. */
 	j = 0;
-	do
-	:: atomic { j < N && slot[j] != S_PUB -> j++ }
-	:: atomic { j < N && slot[j] == S_PUB ->
+scan:
+	if
+	:: atomic { j == N -> j = 0; goto scanned }
+	:: atomic { j < N && !IS_PUB(slot[j]) -> j++; goto scan }
+	:: atomic { j < N && IS_PUB(slot[j]) ->
+#ifdef ORPHAN
+			old = slot[j]	/* the load; the CAS is the next step */
+		};
+	atomic {
+		if
+		:: slot[j] == old
+		:: else ->	/* the CAS failed */
+			old = 0;
+#ifdef MUT_SCAN_SKIPS_ORPHANED
+			j++;	/* mutant (FASTREAD.md as written): skip */
+#endif
+			goto scan	/* look again: retry while published */
+		fi;
+#ifndef MUT_MAT_NO_CAS
+		slot[j] = (old == S_PUB -> S_MAT : S_MATO);
+#endif
+		old = 0;
+#else
+			/* the load and CAS(T|PUB -> T|MAT) */
 #ifndef MUT_MAT_NO_CAS
 			slot[j] = S_MAT;
 #else
 			/* mutant: reads the request, the slot stays PUB */
 #endif
+#endif
 			matg = j + 1
 		}
-		materialise_slot(j);
-		j++
-	:: atomic { j == N -> j = 0; break }
-	od;
+	fi;
+	materialise_slot(j);
+	j++;
+	goto scan;
+scanned:
 #ifdef MUT_SCAN_BEFORE_CLEAR
 	biased = 0;	/* mutant: BIASED cleared after the scan */
 #endif
@@ -1207,18 +1244,29 @@ owner:	/* the lock call returned 0: the caller's critical section */
 	:: atomic { fast && tw == TW_FAST(i, isr) ->	/* tree_fast_release() */
 			shadow_leave(); tw = TW_FREE; goto leave }
 #ifdef FASTREAD
+#ifdef ORPHAN
+	:: atomic { fslot && !orphaned && (slot[i] == S_PUB || slot[i] == S_MAT) ->
+			/* the owner thread exits holding it (key destructor:
+			 * add ORPHAN); another thread unlocks it later (this
+			 * process, from here on) */
+			slot[i] = (slot[i] == S_PUB -> S_PUBO : S_MATO);
+			orphaned = 1; goto owner }
+#endif
 #ifndef MUT_RELEASE_IGNORES_MAT
-	:: atomic { fslot && slot[i] == S_PUB ->
+	:: atomic { fslot && IS_PUB(slot[i]) ->
 #else
 	:: atomic { fslot ->	/* mutant: T|MAT too is "released" */
 #endif
 			/* fast_read_release(): CAS(slot, T|PUB -> IDLE) wins */
-			shadow_leave(); slot[i] = S_IDLE; fh[i] = 0; goto leave }
-	:: CS_BEGIN_IF(fslot && slot[i] != S_PUB)
+			/* (-DORPHAN: T|PUB|ORPHAN -> FREE) */
+			shadow_leave(); slot[i] = RELEASED(slot[i]); fh[i] = 0;
+			goto leave }
+	:: CS_BEGIN_IF(fslot && !IS_PUB(slot[i]))
 			/* the CAS failed (T|MAT): tree_lock(); CAS(slot, T|MAT
-			 * -> IDLE); unlock through the tree */
-			assert(slot[i] == S_MAT);
-			slot[i] = S_IDLE; fh[i] = 0;
+			 * -> IDLE, or T|MAT|ORPHAN -> FREE); unlock through the
+			 * tree */
+			assert(IS_MAT(slot[i]));
+			slot[i] = RELEASED(slot[i]); fh[i] = 0;
 			/* check_held() */
 			assert(intree[i] && word[i] == 0 && rd[i] == isr);
 			shadow_leave();
@@ -1297,9 +1345,9 @@ active proctype clock()
  *  - a published request is not in the tree;
  *  - BIASED => no writer in the tree and the lock word is not 0. */
 #define FAST_OK(k) \
-	((!fh[k] || (slot[k] == S_PUB && !intree[k]) || \
-	  (slot[k] == S_MAT && ((intree[k] && word[k] == 0) || matg == k + 1))) && \
-	 (slot[k] != S_PUB || !intree[k]))
+	((!fh[k] || (IS_PUB(slot[k]) && !intree[k]) || \
+	  (IS_MAT(slot[k]) && ((intree[k] && word[k] == 0) || matg == k + 1))) && \
+	 (!IS_PUB(slot[k]) || !intree[k]))
 #ifndef NO_INVARIANT
 #define FAST_INV  (FAST_OK(0) && FAST_OK(1) && FAST_OK(2) && \
 		   (!biased || (nwr == 0 && tw != TW_FREE)))
