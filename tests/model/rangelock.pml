@@ -145,7 +145,7 @@
  *                                 request without claiming it
  *   MUT_NO_HANDOFF                rule 6: a waiter never marks itself
  *                                 (progress fails: overtaken for ever)
- *  the fast path (run with -DFIFO -DFASTREAD):
+ *  the fast path (run with -DFIFO -DFASTREAD -DORPHAN):
  *   MUT_FAST_NO_RECHECK           no CHECK after PUBLISH: holds because it
  *                                 saw BIASED before publishing
  *   MUT_MAT_NO_CAS                the revoker materialises without winning
@@ -246,8 +246,8 @@ hidden byte hk, hm, hc;   /* scratch for d_step computations */
 
 #ifdef FASTREAD
 /* ---- the reader fast path (issue 13, FASTREAD.md) ------------------------
- * One tree, so a slot's state is FREE, IDLE, T|PUB or T|MAT (no ORPHAN:
- * threads do not exit).  Thread i owns slot i; request i is thread i's
+ * One tree, so a slot's state is FREE, IDLE, T|PUB or T|MAT, and with
+ * -DORPHAN (a thread exits) T|PUB|ORPHAN, T|MAT|ORPHAN.  Thread i owns slot i; request i is thread i's
  * request, and the slot's published range is st[i], la[i] (written before
  * the publication, read by a writer only after winning the slot). */
 #define S_FREE  0	/* no owner thread */
@@ -255,8 +255,8 @@ hidden byte hk, hm, hc;   /* scratch for d_step computations */
 #define S_PUB   2	/* T|PUB: a fast reader of the tree has published here */
 #define S_MAT   3	/* T|MAT: a revoker won the slot; the request is (being)
 			   materialised into the tree as a held reader */
-#define S_PUBO  4	/* T|PUB|ORPHAN, T|MAT|ORPHAN: the owner thread exited */
-#define S_MATO  5	/* (-DORPHAN only) */
+#define S_PUBO  4	/* T|PUB|ORPHAN: the owner thread exited (-DORPHAN) */
+#define S_MATO  5	/* T|MAT|ORPHAN: likewise */
 #define IS_PUB(v)  ((v) == S_PUB || (v) == S_PUBO)
 #define IS_MAT(v)  ((v) == S_MAT || (v) == S_MATO)
 /* the release's new state: IDLE, or FREE if ORPHAN */
@@ -1266,7 +1266,7 @@ owner:	/* the lock call returned 0: the caller's critical section */
 			 * -> IDLE, or T|MAT|ORPHAN -> FREE); unlock through the
 			 * tree */
 			assert(IS_MAT(slot[i]));
-			slot[i] = RELEASED(slot[i]); fh[i] = 0;
+			d_step { slot[i] = RELEASED(slot[i]); fh[i] = 0 }
 			/* check_held() */
 			assert(intree[i] && word[i] == 0 && rd[i] == isr);
 			shadow_leave();
