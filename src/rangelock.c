@@ -221,9 +221,13 @@ static inline uint32_t blockers_of(uint32_t word)
 #define RL_GRANT_SPIN_MIN 8
 
 /* Reads through tree_lock, with no writer in the tree, before fast reads
- * are allowed again (plus one per slot ever used: bias_delay()). */
+ * are allowed again, besides one per slot ever used (bias_delay()): the
+ * next revocation scans those.  0 measured best on 2 CPUs in every
+ * scenario (1 write per 100 reads: 1.41x pthread_rwlock against 1.00 with
+ * 16 and 0.64 with 64; docs/benchmarks.md); the per-slot part keeps a
+ * revocation's scan amortised over as many reads on big machines. */
 #ifndef RL_BIAS_DELAY
-#define RL_BIAS_DELAY 16
+#define RL_BIAS_DELAY 0
 #endif
 static _Thread_local uint32_t grant_spin_budget
 	__attribute__((tls_model("initial-exec"))) = RL_GRANT_SPIN_MAX / 4;
@@ -735,6 +739,16 @@ struct waiter {
 	bool marked;              /* HANDOFF set, or a FIFO tree: no bound */
 };
 
+/* Only the fields a lock call reads before it waits: the others are set by
+ * lock_common() and wait_for_grant() when it does.  Zeroing the whole
+ * struct cost every uncontended call 80 bytes of stores (bench, issue 13). */
+static inline void waiter_init(struct waiter *w, enum wait_kind kind,
+			       clockid_t clockid, const struct timespec *abstime)
+{
+	w->kind = kind;
+	w->clockid = clockid;
+	w->abstime = abstime;
+}
 
 /* Under tree_lock: a waiter whose word is ELIGIBLE takes its range (POLICY
  * rule 5); the range is free and nobody overtook it since. */
@@ -1312,28 +1326,32 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 	void range_##mode##_lock(struct range_lock_tree *tree,                   \
 				 struct range_lock *lock)                        \
 	{                                                                        \
-		struct waiter w = { .kind = WAIT_PLAIN };                        \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
 		lock_two_levels("range_" #mode "_lock", tree, lock, reader, &w, 0, \
 			    CALLER);                                             \
 	}                                                                        \
 	void range_##mode##_lock_nested(struct range_lock_tree *tree,            \
 					struct range_lock *lock, int subclass)   \
 	{                                                                        \
-		struct waiter w = { .kind = WAIT_PLAIN };                        \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
 		lock_two_levels("range_" #mode "_lock_nested", tree, lock, reader, \
 			    &w, subclass, CALLER);                               \
 	}                                                                        \
 	int range_##mode##_lock_interruptible(struct range_lock_tree *tree,      \
 					      struct range_lock *lock)           \
 	{                                                                        \
-		struct waiter w = { .kind = WAIT_INTERRUPTIBLE };                \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_INTERRUPTIBLE, 0, NULL);                   \
 		return lock_two_levels("range_" #mode "_lock_interruptible", tree, \
 				   lock, reader, &w, 0, CALLER);                 \
 	}                                                                        \
 	int range_##mode##_lock_killable(struct range_lock_tree *tree,           \
 					 struct range_lock *lock)                \
 	{                                                                        \
-		struct waiter w = { .kind = WAIT_KILLABLE };                     \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_KILLABLE, 0, NULL);                        \
 		return lock_two_levels("range_" #mode "_lock_killable", tree, lock, \
 				   reader, &w, 0, CALLER);                       \
 	}                                                                        \
@@ -1341,9 +1359,8 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 				     struct range_lock *lock, clockid_t clockid, \
 				     const struct timespec *abstime)             \
 	{                                                                        \
-		struct waiter w = { .kind = WAIT_TIMED,                          \
-				    .clockid = clockid,                          \
-				    .abstime = abstime };                        \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_TIMED, clockid, abstime);                   \
 		return lock_two_levels("range_" #mode "_timedlock", tree, lock, \
 				   reader, &w, 0, CALLER);                       \
 	}
@@ -1378,7 +1395,8 @@ struct timespec_time32 {
 					    const struct timespec_time32 *abstime) \
 	{                                                                        \
 		struct timespec ts;                                              \
-		struct waiter w = { .kind = WAIT_TIMED, .clockid = clockid };    \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_TIMED, clockid, NULL);                      \
 									         \
 		if (abstime) {                                                   \
 			ts.tv_sec = abstime->tv_sec;                             \
@@ -1396,7 +1414,9 @@ DEFINE_TIMEDLOCK_TIME32(write, false)
 int range_write_lock_killable_nested(struct range_lock_tree *tree,
 				     struct range_lock *lock, int subclass)
 {
-	struct waiter w = { .kind = WAIT_KILLABLE };
+	struct waiter w;
+
+	waiter_init(&w, WAIT_KILLABLE, 0, NULL);
 
 	return lock_two_levels("range_write_lock_killable_nested", tree, lock,
 			   false, &w, subclass, CALLER);

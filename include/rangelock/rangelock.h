@@ -42,7 +42,8 @@
  * call, trylock included) moves the published readers of that tree into
  * the tree, as the held readers they are, and waits only for those whose
  * ranges it intersects; the tree's reads go through the tree from then on,
- * and turn fast again after a few dozen reads with no writer in the tree.
+ * and turn fast again after a few reads (one per thread that reads fast)
+ * with no writer in the tree.
  * So no reader reads fast past a waiting writer, in either policy, and
  * the guarantees below hold for fast reads as for any other.  Trees with
  * statistics enabled or bound to a file, and the checking mode, never read
