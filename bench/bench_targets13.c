@@ -11,7 +11,9 @@
  * policy of --policy.  Two ratios per row, both > 1 = the fast path is
  * faster: vs pthread_rwlock and vs today.  The target of a row checks one
  * of them, on the medians; its spread is the min..max of that ratio paired
- * repetition by repetition.
+ * repetition by repetition.  Beside them, in the throughput rows, the
+ * same loop with no lock at all ("no lock"): the ceiling no lock can beat,
+ * which says whether a target is reachable at all.
  */
 #define _GNU_SOURCE
 #include "bench.h"
@@ -81,6 +83,7 @@ struct t13_row {
 	int ti;                   /* which of s->t */
 	enum lock_kind kind;      /* the fast-path kind (policy) of the row */
 	int i_fast, i_rw, i_today;/* records */
+	int i_none;               /* the no-lock ceiling, -1: none */
 	double vs_rw, vs_today;   /* median ratios, > 1 = fast path faster */
 	double lo, hi;            /* paired ratios of the checked comparison */
 	bool met;
@@ -134,6 +137,7 @@ static void add_rows(enum lock_kind k)
 			r->i_fast = scen_rec(r->s, k);
 			r->i_rw = scen_rec(r->s, LK_RW);
 			r->i_today = scen_rec(r->s, lk_nofast_of(k));
+			r->i_none = r->s->uncontended ? -1 : scen_rec(r->s, LK_NONE);
 			r->vs_rw = pair_ratio(&recs[r->i_fast], &recs[r->i_rw], &r->lo, &r->hi);
 			r->vs_today = pair_ratio(&recs[r->i_fast], &recs[r->i_today], &lo, &hi);
 			if (r->s->t[ti].vs == VS_TODAY) {
@@ -170,21 +174,23 @@ static void print_t13(FILE *out, const enum lock_kind *rk, int nrk)
 		"faster; met? checks the ratio the target names, on the medians\n"
 		"spread: min..max of that ratio paired repetition by repetition; runq: "
 		"median/max %% of the row's threads' time spent waiting for a CPU\n"
+		"no lock: the same loop without any lock (Mops/s, median; writes race, "
+		"unchecked): the ceiling of the row\n"
 		"read-mostly: 2 threads, each op a write with probability 1/N, random "
 		"64-unit ranges in [0, %" PRIu64 "], 0.2 us in + 0.2 us out\n\n", opt.pool);
 	for (int p = 0; p < nrk; p++) {
 		fprintf(out, "librangelock: %s\n", rk[p] == LK_RANGE_FIFO ?
 			"FIFO tree (range_lock_tree_set_fifo)" : "default policy");
 		fprintf(out, "| %-42s | %-26s | %-26s | %-26s | %9s | %8s | %-19s | %-4s | "
-			"%-11s | %-9s |\n", "scenario", "librangelock", "pthread_rwlock",
+			"%-11s | %-9s | %-7s |\n", "scenario", "librangelock", "pthread_rwlock",
 			"today (fast read off)", "vs rwlock", "vs today", "target", "met?",
-			"spread", "runq %");
-		fprintf(out, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+			"spread", "runq %", "no lock");
+		fprintf(out, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 		for (int i = 0; i < nrows; i++) {
 			const struct t13_row *r = &rows[i];
 			const struct rec *f = &recs[r->i_fast], *b = &recs[r->i_rw],
 					 *t = &recs[r->i_today];
-			char vf[48], vb[48], vt[48], sp[32], rq[32];
+			char vf[48], vb[48], vt[48], sp[32], rq[32], nl[32] = "n/a";
 			double q[3 * MAX_REPS];
 			int nq = 0;
 
@@ -201,11 +207,13 @@ static void print_t13(FILE *out, const enum lock_kind *rk, int nrk)
 			for (int j = 0; j < t->n; j++)
 				q[nq++] = t->rq[j];
 			snprintf(rq, sizeof(rq), "%.1f/%.1f", median_of(q, nq), max_of(q, nq));
+			if (r->i_none >= 0)
+				snprintf(nl, sizeof(nl), "%.4g", rec_median(&recs[r->i_none]) / 1e6);
 			fprintf(out, "| %-42s | %-26s | %-26s | %-26s | %9.2f | %8.2f | %-19s | "
-				"%-4s | %-11s | %-9s |\n", r->ti ? "  (same run)" : r->s->title,
+				"%-4s | %-11s | %-9s | %-7s |\n", r->ti ? "  (same run)" : r->s->title,
 				vf, vb, vt, r->vs_rw, r->vs_today, r->s->t[r->ti].text,
 				r->s->t[r->ti].vs == VS_REPORT ? "-" : r->met ? "yes" : "NO",
-				sp, rq);
+				sp, rq, nl);
 		}
 		fprintf(out, "\n");
 	}
@@ -240,7 +248,7 @@ static void print_t13(FILE *out, const enum lock_kind *rk, int nrk)
 
 void run_targets13(FILE *out)
 {
-	enum lock_kind rk[2], kinds[1 + 4];
+	enum lock_kind rk[2], kinds[1 + 4 + 1];
 	int nrk = range_kinds(rk), nk = 0;
 
 	if (!nrk) {
@@ -253,17 +261,18 @@ void run_targets13(FILE *out)
 		kinds[nk++] = rk[p];
 		kinds[nk++] = lk_nofast_of(rk[p]);
 	}
+	kinds[nk] = LK_NONE;  /* the ceiling: throughput rows only */
 	progress_total = (opt.targets ? progress_total : 0) + (long)opt.reps * nk * 2;
 	for (int i = 0; i < NSCEN; i++)
 		if (!scen[i].uncontended)
-			progress_total += (long)opt.reps * nk;
+			progress_total += (long)opt.reps * (nk + 1);
 
 	measure_uncontended(kinds, nk, "t13-uncontended");
 	for (int i = 0; i < NSCEN; i++) {
 		const struct t13_scenario *s = &scen[i];
 
 		if (!s->uncontended)
-			measure_point_shaped("throughput", s->tag, kinds, nk, s->wl, s->rg,
+			measure_point_shaped("throughput", s->tag, kinds, nk + 1, s->wl, s->rg,
 					     s->threads, s->in, s->out, &s->shape);
 	}
 	progress_end();
@@ -291,6 +300,8 @@ void write_json_targets13(FILE *f)
 		json_num(f, rec_median(&recs[r->i_rw]));
 		fprintf(f, ", \"today\": ");
 		json_num(f, rec_median(&recs[r->i_today]));
+		fprintf(f, ", \"no_lock\": ");
+		json_num(f, r->i_none >= 0 ? rec_median(&recs[r->i_none]) : NAN);
 		fprintf(f, ", \"unit\": \"%s\", \"vs_rwlock\": ", recs[r->i_fast].unit);
 		json_num(f, r->vs_rw);
 		fprintf(f, ", \"vs_today\": ");
