@@ -41,6 +41,24 @@
  *    under tree_lock unless a running thread overtook it meanwhile.
  * trylock succeeds exactly when a lock call would hold at once.
  *
+ * THE READER FAST PATH (fast_read.h has the protocol)
+ * ===================================================
+ * While no writer is in a tree, the tree may be BIASED (a flag bit): a
+ * reader then publishes its request in its thread's slot of a process-wide
+ * table and holds its range without the tree or tree_lock.  Every writer
+ * entry, and every call that must see all holders, first REVOKES under
+ * tree_lock (revoke_fast_readers()): it clears BIASED and moves each
+ * published reader of the tree into the tree as a held reader
+ * (materialise()), after winning that slot's CAS.  From then on the tree is
+ * the usual one: the invariant above covers materialised readers like any
+ * others (they take the next seqnum; with no writer in the tree nobody
+ * counts them).  maybe_bias() sets BIASED again in the read slow path after
+ * a delay with no writer in the tree.  So BIASED => no writer in the tree,
+ * in both policies: no reader reads fast while a writer waits (FIFO) or is
+ * marked (default), and a writer waits only for the readers it intersects.
+ * While BIASED, tree_unlock() leaves the lock word non-zero: the lock-word
+ * fast path of a lone writer is closed.
+ *
  * THE REQUEST'S WAIT WORD
  * =======================
  * wait_word = blocking << 2 | HANDOFF | SLEEPING;  0 means HELD, in both
@@ -65,9 +83,17 @@
  *     spurious wake-up.
  *
  * Who writes which field, under which lock:
- *   tree->root, leftmost, seqnum, nr_requests, nr_waiting, flags, stats
- *       counters (except the wait times), and every node's links, flags,
- *       start/last/subtree_last, seqnum:  only under tree_lock.
+ *   tree->root, leftmost, seqnum, nr_requests, nr_waiting, nr_writers,
+ *       stats counters (except the wait times), and every node's links,
+ *       flags, start/last/subtree_last, seqnum:  only under tree_lock.
+ *   tree->flags:                            only under tree_lock, with
+ *                                            atomic stores: fast readers
+ *                                            load BIASED without it (seq_cst,
+ *                                            the handshake); setting BIASED
+ *                                            is a release store, clearing it
+ *                                            a seq_cst one (the handshake's
+ *                                            writer side); the FIFO bit and
+ *                                            the delay count are relaxed.
  *   tree->stats (the pointer):              under tree_lock (release store),
  *                                            read without it (acquire) by
  *                                            waiters that time their wait.
@@ -78,7 +104,17 @@
  *                                            waiters that give up.
  *   node->wait_word:                        see above.
  *   node->owner_tid:                        by the requesting thread before
- *                                            it is published.
+ *                                            it is published: its thread id,
+ *                                            or RL_SLOT_TAG | slot for a fast
+ *                                            read (kept when materialised, so
+ *                                            that the unlock finds the slot);
+ *                                            reset to 0 by that read's unlock.
+ *   A fast-held request's fields:           by its thread before it
+ *                                            publishes; then by nobody until
+ *                                            a revoker wins its slot, which
+ *                                            makes the revoker the tree's
+ *                                            writer of its node fields (as
+ *                                            for the lock word's fast holder).
  *
  * Memory orders:
  *   - tree_lock: acquire when taken, release when dropped (tree_lock.h).
