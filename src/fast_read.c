@@ -75,12 +75,15 @@ struct rl_slot *rl_claim_slot(void)
 		 * revokers. */
 		rl_race_ok(s, sizeof(*s));
 		/* Visible to revokers before anything is published here: the
-		 * publication is a later seq_cst operation of this thread. */
-		used = atomic_load_explicit(&rl_slots_used, memory_order_relaxed);
+		 * publication is a later seq_cst operation of this thread.
+		 * seq_cst also when another thread raised the mark past i and
+		 * we only read it: C11 orders a relaxed read of that raise
+		 * before nothing (docs/design.md, section 10). */
+		used = atomic_load_explicit(&rl_slots_used, memory_order_seq_cst);
 		while (used < i + 1 &&
 		       !atomic_compare_exchange_weak_explicit(&rl_slots_used, &used, i + 1,
 							      memory_order_seq_cst,
-							      memory_order_relaxed))
+							      memory_order_seq_cst))
 			;
 		if (slot_key != (pthread_key_t)-1)
 			pthread_setspecific(slot_key, s);

@@ -144,7 +144,9 @@ static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
 
 	if (__builtin_expect(!s, 0) && !(s = rl_claim_slot()))
 		return FAST_READ_NO;
-	if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_IDLE)
+	/* Acquire: after a cross-thread unlock, the unlocker's release CAS
+	 * comes before our writes to the slot below. */
+	if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_IDLE)
 		return FAST_READ_NO; /* this thread already reads fast there */
 	lock->owner_tid = RL_SLOT_TAG | (uint32_t)(s - rl_slots);
 	lock->rb_parent_flags = RL_READER | RL_LINKED;
