@@ -7,8 +7,9 @@
  * writes per second, the per-thread acquisition counts (min/max within
  * readers and within writers), the single waits (lock call to its return)
  * in per-thread histograms, the run-queue wait, and the exclusion check:
- * writers increment a per-unit counter with a plain ++, and the counters
- * must add up to the write acquisitions.
+ * writers increment a per-unit counter (a plain read before the work
+ * inside, a plain write after it), and the counters must add up to the
+ * write acquisitions.
  */
 #define _GNU_SOURCE
 #include "bench.h"
@@ -66,7 +67,7 @@ static void *worker_main(void *arg)
 	const uint64_t in = r->in_ticks, out = r->out_ticks;
 	const bool timed = in && out;
 	struct range_lock req;
-	uint64_t start = 0, last = RANGE_LOCK_FULL, sink = 0, t;
+	uint64_t start = 0, last = RANGE_LOCK_FULL, sink = 0, t, v;
 	uint64_t nread = 0, nwrite = 0;
 	bool write = w->role == ROLE_WRITE, alt = w->role == ROLE_ALTERNATE;
 	const bool mostly = w->role == ROLE_READ_MOSTLY;
@@ -108,18 +109,24 @@ static void *worker_main(void *arg)
 			uint64_t t1 = ticks();
 
 			hist_add(write ? &w->wait_wr : &w->wait_rd, t1 - t);
-			if (write)
-				r->slots[start].v++;   /* checked: plain increment */
-			else
-				sink += r->slots[start].v;
+			/* checked: a plain read before the work and a plain
+			 * write after it, so that two writers inside together
+			 * lose an update unless their critical sections do not
+			 * overlap at all */
+			v = r->slots[start].v;
 			work_from(t1, in);
-		} else {
 			if (write)
-				r->slots[start].v++;
+				r->slots[start].v = v + 1;
 			else
-				sink += r->slots[start].v;
+				sink += v;
+		} else {
+			v = r->slots[start].v;
 			if (in)
 				work(in);
+			if (write)
+				r->slots[start].v = v + 1;
+			else
+				sink += v;
 		}
 		lk_unlock(r->ls, kind, write, &req);
 		if (write)
