@@ -105,17 +105,26 @@ unsigned rl_take_published(struct range_lock_tree *tree,
 		struct rl_slot *s = &rl_slots[i];
 		uintptr_t v = atomic_load_explicit(&s->state, memory_order_seq_cst);
 
-		if ((v & ~SLOT_ORPHAN) != pub)
-			continue;
-		/* Win the slot first; only then is the request ours to touch
-		 * (acquire: the owner's writes before it published). */
-		if (!atomic_compare_exchange_strong_explicit(
-			    &s->state, &v, (v & SLOT_ORPHAN) | (uintptr_t)tree | SLOT_MAT,
-			    memory_order_acquire, memory_order_relaxed))
-			continue; /* released or backed out meanwhile */
-		rl_hb_acquire(&s->state); /* annotate.h, edge 9 */
-		materialise(tree, atomic_load_explicit(&s->req, memory_order_relaxed));
-		taken++;
+		/*
+		 * Win the slot first; only then is the request ours to touch
+		 * (acquire: the owner's writes before it published).  A CAS
+		 * that fails because the owner thread exited meanwhile (PUB ->
+		 * PUB|ORPHAN) must try again: the read is still held (found
+		 * by the SPIN model, -DORPHAN).  Acquire on failure too: a
+		 * release between our load and our CAS must happen before
+		 * our critical section.
+		 */
+		while ((v & ~SLOT_ORPHAN) == pub) {
+			if (atomic_compare_exchange_strong_explicit(
+				    &s->state, &v, (v & SLOT_ORPHAN) | (uintptr_t)tree | SLOT_MAT,
+				    memory_order_acquire, memory_order_acquire)) {
+				rl_hb_acquire(&s->state); /* annotate.h, edge 9 */
+				materialise(tree, atomic_load_explicit(&s->req,
+								       memory_order_relaxed));
+				taken++;
+				break;
+			}
+		}
 	}
 	/* The critical sections of the fast readers that released before
 	 * the scan read their slots (annotate.h, edge 11). */

@@ -40,7 +40,10 @@
  * The slot's other fields (req, start, last) are written by the owner
  * thread before it publishes and never while published.  A revoker reads
  * the request pointer only after winning the slot's CAS: a writer never
- * touches a reader's request or stack before the reader has lost it.
+ * touches a reader's request or stack before the reader has lost it.  The
+ * range is not needed by the revoker (it moves every published reader of
+ * its tree; the tree compares ranges): it is there for debuggers and
+ * tests, readable without touching a request.
  *
  * THE REQUEST.  A fast-held request is in no tree: its owner_tid holds
  * RL_SLOT_TAG | slot index (so that any thread can find the slot at unlock,
@@ -50,7 +53,7 @@
  *
  * THE HANDSHAKE (the Dekker pattern; docs/design.md, "The reader fast
  * path's fences", and tests/model/handshake_wm.pml, which has store buffers):
- *   reader: publish (exchange, seq_cst) ; check the tree's BIASED bit (load,
+ *   reader: publish (CAS IDLE -> PUB, seq_cst) ; check the tree's BIASED bit (load,
  *           seq_cst); set: held; clear: back out (CAS PUB -> IDLE), and if a
  *           revoker won the CAS meanwhile, it is held through the tree.
  *   revoker (under tree_lock): clear BIASED (store, seq_cst) ; scan the
@@ -140,7 +143,7 @@ static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
 					       struct range_lock *lock)
 {
 	struct rl_slot *s = rl_my_slot;
-	uintptr_t pub = (uintptr_t)tree | SLOT_PUB;
+	uintptr_t pub = (uintptr_t)tree | SLOT_PUB, idle = SLOT_IDLE;
 
 	if (__builtin_expect(!s, 0) && !(s = rl_claim_slot()))
 		return FAST_READ_NO;
@@ -155,9 +158,15 @@ static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
 	atomic_store_explicit(&s->last, lock->last, memory_order_relaxed);
 
 	/* Publish (release: a revoker that wins the slot sees the fields
-	 * above), then the full fence of the handshake. */
+	 * above), then the full fence of the handshake.  A CAS, not an
+	 * exchange: the same cost, and it cannot overwrite a publication
+	 * made since the look above (by a signal handler, outside the
+	 * contract). */
 	rl_hb_release(&s->state); /* annotate.h, edge 9 */
-	atomic_exchange_explicit(&s->state, pub, memory_order_seq_cst);
+	if (!atomic_compare_exchange_strong_explicit(&s->state, &idle, pub,
+						     memory_order_seq_cst,
+						     memory_order_relaxed))
+		return FAST_READ_NO; /* cannot happen in the contract; fail safe */
 	if (__builtin_expect(__atomic_load_n(&tree->flags, __ATOMIC_SEQ_CST) &
 			     RL_TREE_BIASED, 1)) {
 		rl_hb_acquire(&tree->flags); /* edge 10: whoever set BIASED */

@@ -349,8 +349,10 @@ static _Thread_local uint32_t cached_tid __attribute__((tls_model("initial-exec"
 
 uint32_t rl_thread_id(void)
 {
+	/* Masked: a failing gettid() (-1, e.g. under seccomp) must not look
+	 * like a fast read's slot tag (fast_read.h). */
 	if (__builtin_expect(!cached_tid, 0))
-		cached_tid = (uint32_t)syscall(SYS_gettid);
+		cached_tid = (uint32_t)syscall(SYS_gettid) & ~RL_SLOT_TAG;
 	return cached_tid;
 }
 

@@ -65,6 +65,27 @@
  * shadow_enter/leave            the caller's critical         (the caller)
  *                               section: exclusion
  *
+ * -DFASTREAD: the reader fast path of issue 13 (FASTREAD.md; src/fast_read.c)
+ * slot[], S_*, biased, nwr      slot states, BIASED, nr_      fast_read.h, tree->
+ *                               writers                       flags, nr_writers
+ * owner: ORPHAN option          thread exit: add ORPHAN       key destructor
+ * start: "isr && biased"        steps 1-3: bias (relaxed),    fast_read_acquire()
+ *                               own slot IDLE; or no slot
+ * fpub:                         4 PUBLISH; 5 CHECK; 6 held;   fast_read_acquire()
+ *                               7 BACK OUT (CAS), failed:
+ *                               tree_lock; tree_unlock: held
+ * start: "!isr && biased"       clear BIASED (writer entry,   revoke_fast_readers()
+ *   revoke:                     trylock too); scan, CAS PUB
+ *                               -> MAT per slot
+ * materialise_slot(k)           insert as HELD reader, next   materialise()
+ *                               seqnum
+ * start: maybe_bias "if"        read slow path, nr_writers 0: maybe_bias()
+ *                               set BIASED (countdown: free)
+ * TREE_UNLOCK                   NONEMPTY while BIASED         tree_unlock()
+ * owner: fslot options          CAS PUB -> IDLE, or under     fast_read_release(),
+ *                               tree_lock MAT -> IDLE + erase unlock_common()
+ * fast_monitor, fast_granted()  the fast path's invariants    (ghost)
+ *
  * ABSTRACTIONS (argued in docs/model.md): one atomic step per critical
  * section (-DSPLIT_CS checks that); TL_SLEEPERS and the internal lock's own
  * futex are not modelled; seqnums are ranks (an overtaker is inserted just
@@ -73,7 +94,11 @@
  * free empty tree (it raced with a critical section; -DEXACT_FAST_CAS
  * forbids that); spurious futex wake-ups: one per run; the hand-off bound
  * may expire at any time (safety) or eventually (-DLIVENESS: the clock
- * process); sequentially consistent memory; statistics off.
+ * process); sequentially consistent memory; statistics off.  FASTREAD: one
+ * tree, thread i owns slot i; no fork; -DORPHAN: one fast holder per run
+ * may exit (ORPHAN), its process then unlocks as another thread; the
+ * inhibit countdown is a free choice; the tree may start biased; a
+ * revocation's scan is one step per slot (CAS and insertion separate).
  *
  * THREADS: N = 3.  Each picks read or write and a range over NUNITS units,
  * locks (fast path, tree, or trylock), waits if counted -- as a plain lock
@@ -120,6 +145,22 @@
  *                                 request without claiming it
  *   MUT_NO_HANDOFF                rule 6: a waiter never marks itself
  *                                 (progress fails: overtaken for ever)
+ *  the fast path (run with -DFIFO -DFASTREAD -DORPHAN):
+ *   MUT_FAST_NO_RECHECK           no CHECK after PUBLISH: holds because it
+ *                                 saw BIASED before publishing
+ *   MUT_MAT_NO_CAS                the revoker materialises without winning
+ *                                 the slot (it stays PUB)
+ *   MUT_BIAS_WITH_WRITER          re-biasing with a writer in the tree
+ *   MUT_BIASED_WORD_ZERO          tree_unlock() writes 0 while BIASED
+ *   MUT_BACKOUT_NOT_HELD          a failed back-out takes the old path
+ *                                 (enters a second time)
+ *   MUT_BACKOUT_NO_WAIT           a failed back-out returns held without
+ *                                 tree_lock(); tree_unlock()
+ *   MUT_SCAN_BEFORE_CLEAR         the revoker scans, then clears BIASED
+ *   MUT_RELEASE_IGNORES_MAT       the fast release "succeeds" on T|MAT
+ *   MUT_SCAN_SKIPS_ORPHANED       (-DORPHAN) a failed scan CAS skips the
+ *                                 slot (FASTREAD.md as written), though
+ *                                 the owner's exit made it PUB|ORPHAN
  */
 
 #ifndef NUNITS
@@ -203,6 +244,40 @@ bit  sw[NUNITS];      /* ghost shadow: a writer in the unit */
 
 hidden byte hk, hm, hc;   /* scratch for d_step computations */
 
+#ifdef FASTREAD
+/* ---- the reader fast path (issue 13, FASTREAD.md) ------------------------
+ * One tree, so a slot's state is FREE, IDLE, T|PUB or T|MAT, and with
+ * -DORPHAN (a thread exits) T|PUB|ORPHAN, T|MAT|ORPHAN.  Thread i owns slot i; request i is thread i's
+ * request, and the slot's published range is st[i], la[i] (written before
+ * the publication, read by a writer only after winning the slot). */
+#define S_FREE  0	/* no owner thread */
+#define S_IDLE  1	/* owned, nothing published */
+#define S_PUB   2	/* T|PUB: a fast reader of the tree has published here */
+#define S_MAT   3	/* T|MAT: a revoker won the slot; the request is (being)
+			   materialised into the tree as a held reader */
+#define S_PUBO  4	/* T|PUB|ORPHAN: the owner thread exited (-DORPHAN) */
+#define S_MATO  5	/* T|MAT|ORPHAN: likewise */
+#define IS_PUB(v)  ((v) == S_PUB || (v) == S_PUBO)
+#define IS_MAT(v)  ((v) == S_MAT || (v) == S_MATO)
+/* the release's new state: IDLE, or FREE if ORPHAN */
+#define RELEASED(v) (((v) == S_PUB || (v) == S_MAT) -> S_IDLE : S_FREE)
+byte slot[N];         /* fast_slot.state */
+bit  biased;          /* tree->flags & BIASED */
+byte nwr;             /* tree->nr_writers: writer requests in the tree */
+bit  fh[N];           /* ghost: request i returned held from the fast path
+			   (held fast, or held through the tree after a
+			   failed back-out), not yet unlocked */
+#ifdef ORPHAN
+bit  orphaned;        /* one thread exit per run (budget) */
+#endif
+byte matg;            /* ghost: k + 1 while a revoker has won slot k and
+			   not yet inserted its request (tree_lock held) */
+#ifdef PROBE_STALE
+byte fstale[N];       /* probe: 1: request i saw the bias clear after
+			   publishing; 2: and a revocation began since */
+#endif
+#endif
+
 /* part of the counting invariant: a decrement never finds a zero count */
 #ifndef NO_INVARIANT
 #define ASSERT_COUNTED(w)  assert(COUNT(w) >= 1)
@@ -235,6 +310,12 @@ inline materialise()
 			assert(nreq == 0 && !intree[hk]);
 			rd[hk] = (tw - TW_FAST(0, 0)) % 2;
 			seq[hk] = 0; nreq = 1; intree[hk] = 1; word[hk] = 0;
+#ifdef FASTREAD
+#ifndef NO_INVARIANT
+			assert(!biased);	/* word 0 was never allowed */
+#endif
+			nwr = (rd[hk] -> 0 : 1);
+#endif
 			hk = 0
 		:: else
 		fi;
@@ -242,8 +323,19 @@ inline materialise()
 	}
 }
 
-/* tree_unlock() */
+/* tree_unlock() (FASTREAD: never 0 while BIASED, so that the lock-word
+ * fast path of a lone writer is closed while fast readers may hold) */
+#if defined(FASTREAD) && !defined(MUT_BIASED_WORD_ZERO)
+#define TREE_UNLOCK  tw = ((nreq > 0 || biased) -> TW_NONEMPTY : TW_FREE)
+#else
 #define TREE_UNLOCK  tw = (nreq > 0 -> TW_NONEMPTY : TW_FREE)
+#endif
+
+#ifdef FASTREAD
+#define NOT_FSLOT  && !fslot
+#else
+#define NOT_FSLOT
+#endif
 
 /* ---- tree lock critical sections -------------------------------------- */
 #if !defined(MUT_WAKE_BEFORE_GRANT) && !defined(SPLIT_CS)
@@ -277,6 +369,25 @@ inline check_inv()
 		:: else -> break
 		od;
 		assert(hm == nwait);
+#ifdef FASTREAD
+		/* nr_requests and nr_writers count the tree; BIASED => no
+		 * writer in the tree */
+		hk = 0; hm = 0; hc = 0;
+		do
+		:: hk < N ->
+			if
+			:: intree[hk] -> hm++;
+				if
+				:: !rd[hk] -> hc++
+				:: else
+				fi
+			:: else
+			fi;
+			hk++
+		:: else -> break
+		od;
+		assert(hm == nreq && hc == nwr && (!biased || nwr == 0));
+#endif
 		hk = 0;
 		do
 		:: hk < N ->
@@ -338,6 +449,37 @@ inline granted(k)
 		marked[k] = 0; late[k] = 0
 	}
 }
+
+#ifdef FASTREAD
+/* materialise(): the revoker won slot k (or, mutant MUT_MAT_NO_CAS, did
+ * not): insert request k, read from the slot, as a HELD reader with the
+ * next seqnum.  The tree has no writer (BIASED was set): nobody's count
+ * changes, nobody waits. */
+inline materialise_slot(k)
+{
+	atomic {
+		assert(!intree[k] && nwr == 0 && nwait == 0);
+#ifdef PROBE_STALE
+		/* probe: a stale publication, found by a LATER revocation */
+		assert(fstale[k] != 2);
+#endif
+		rd[k] = 1; seq[k] = nreq; nreq++; intree[k] = 1; word[k] = 0;
+		matg = 0;
+		granted(k)
+	}
+}
+
+/* A fast reader is held (it saw BIASED after publishing): precedence, no
+ * writer ahead of it: none in the tree, none holding the lock word. */
+inline fast_granted()
+{
+#ifndef NO_INVARIANT
+	assert(nwr == 0 && (tw < TW_FAST(0, 0) || (tw - TW_FAST(0, 0)) % 2 == 1));
+#else
+	skip
+#endif
+}
+#endif
 
 /* Request i enters the tree: note it in late[m] of each marked request m
  * it conflicts with (ghost). */
@@ -507,6 +649,9 @@ inline remove_request(why)
 {
 	intree[i] = 0;
 	nreq--;
+#ifdef FASTREAD
+	nwr = nwr - (1 - rd[i]);	/* nr_writers-- for a writer */
+#endif
 	marked[i] = 0; late[i] = 0;	/* ghost: it no longer waits */
 #ifdef MUT_UNLOCK_NO_UNACCOUNT
 	if
@@ -641,6 +786,11 @@ proctype thread(byte i)
 {
 	bit  isr;	/* reader request */
 	bit  fast;	/* held through the fast path (may be materialised) */
+#ifdef FASTREAD
+	bit  fslot;	/* the request remembers its slot (owner_tid has
+			   SLOT_TAG): held fast, or through the tree after a
+			   failed back-out */
+#endif
 	bit  may_spin;	/* wait_loop()'s may_spin */
 	bit  ovt;	/* count_blockers(): may overtake */
 	byte kind;	/* K_PLAIN .. K_KILL */
@@ -691,6 +841,19 @@ start:
 		:: st[i] = 2; la[i] = 2
 		fi;
 #endif
+#ifdef FASTREAD
+		/* fast_read_acquire(), steps 1-3: BIASED (relaxed load); this
+		 * thread's slot (claimed FREE -> IDLE the first time), not
+		 * in use; the request and the range (st, la) are written.
+		 * Or no slot is free (the table is full): the old path. */
+		if
+		:: isr && biased && slot[i] <= S_IDLE ->
+			slot[i] = S_IDLE; goto fpub
+		:: isr && biased
+		:: else
+		fi;
+slow:		/* the old path (also after a successful back-out) */
+#endif
 		/* the fast path: tree_fast_acquire(), CAS(0 -> request|mode).
 		 * It may also fail on a free empty tree (it raced with a
 		 * critical section), or not be tried (statistics on). */
@@ -708,6 +871,25 @@ start:
 		/* lock_common(): tree_lock(), count the blockers; overtake
 		 * (rule 2), or insert (rule 1) */
 		CS_BEGIN
+#ifdef FASTREAD
+			/* a writer entry (lock call or trylock) revokes:
+			 * revoke_fast_readers(), step 1: clear BIASED
+			 * (store + fence), then the scan, below */
+			if
+			:: !isr && biased ->
+#ifndef MUT_SCAN_BEFORE_CLEAR
+				biased = 0;
+#endif
+#ifdef PROBE_STALE
+				fstale[0] = (fstale[0] -> 2 : 0);
+				fstale[1] = (fstale[1] -> 2 : 0);
+				fstale[2] = (fstale[2] -> 2 : 0);
+#endif
+				goto revoke
+			:: else
+			fi;
+entry:			/* (the scan is over) */
+#endif
 			count_blockers();
 			if
 #ifndef NO_TRYLOCK
@@ -717,6 +899,10 @@ start:
 			:: true		/* a lock call, or a trylock that wins */
 			fi;
 			rd[i] = isr;
+#ifdef FASTREAD
+			assert(!intree[i]);	/* a request enters once */
+			nwr = nwr + (1 - isr);
+#endif
 			note_entry();
 			if
 			:: ovt ->		/* overtake: held at once */
@@ -745,6 +931,18 @@ start:
 			:: cnt > 0 -> nwait++; waiting[i] = 1
 			:: else -> granted(i)
 			fi;
+#ifdef FASTREAD
+			/* maybe_bias(), the read slow path: the inhibit
+			 * countdown reaches 0 (or not) when the rule allows */
+			if
+#ifndef MUT_BIAS_WITH_WRITER
+			:: isr && !biased && nwr == 0 -> biased = 1
+#else
+			:: isr && !biased -> biased = 1		/* mutant */
+#endif
+			:: true
+			fi;
+#endif
 			check_inv();
 		CS_END;
 		if
@@ -911,6 +1109,107 @@ cancelled:	/* withdraw_on_cancel() -> withdraw_request(GIVE_UP_CANCEL) */
 	CS_END;
 	goto leave;
 
+#ifdef FASTREAD
+revoke:	/* revoke_fast_readers(), under tree_lock (BIASED was set, so no
+	 * writer is in the tree), step 2: the scan, one slot per step:
+	 * load the state; PUB: CAS(T|PUB -> T|MAT), then materialise(): read
+	 * the slot (request, range), insert the request as a HELD reader with
+	 * the next seqnum.  A failed CAS (backed out or released) skips. */
+	j = 0;
+scan:
+	if
+	:: atomic { j == N -> j = 0; goto scanned }
+	:: atomic { j < N && !IS_PUB(slot[j]) -> j++; goto scan }
+	:: atomic { j < N && IS_PUB(slot[j]) ->
+#ifdef ORPHAN
+			old = slot[j]	/* the load; the CAS is the next step */
+		};
+	atomic {
+		if
+		:: slot[j] == old
+		:: else ->	/* the CAS failed */
+			old = 0;
+#ifdef MUT_SCAN_SKIPS_ORPHANED
+			j++;	/* mutant (FASTREAD.md as written): skip */
+#endif
+			goto scan	/* look again: retry while published */
+		fi;
+#ifndef MUT_MAT_NO_CAS
+		slot[j] = (old == S_PUB -> S_MAT : S_MATO);
+#endif
+		old = 0;
+#else
+			/* the load and CAS(T|PUB -> T|MAT) */
+#ifndef MUT_MAT_NO_CAS
+			slot[j] = S_MAT;
+#else
+			/* mutant: reads the request, the slot stays PUB */
+#endif
+#endif
+			matg = j + 1
+		}
+	fi;
+	materialise_slot(j);
+	j++;
+	goto scan;
+scanned:
+#ifdef MUT_SCAN_BEFORE_CLEAR
+	biased = 0;	/* mutant: BIASED cleared after the scan */
+#endif
+	/* step 3: reset the countdown (not modelled: maybe_bias() chooses) */
+	goto entry;
+
+fpub:	/* fast_read_acquire(), step 4: PUBLISH, exchange(slot, T|PUB) */
+	slot[i] = S_PUB;
+	/* step 5: CHECK, load(BIASED) */
+	atomic {
+		if
+#ifndef MUT_FAST_NO_RECHECK
+		:: biased ->
+#else
+		:: true ->	/* mutant: it saw BIASED before publishing */
+#endif
+			/* step 6: held (fast) */
+			fslot = 1; fh[i] = 1;
+			fast_granted();
+			shadow_enter();
+			goto owner
+		:: else
+#ifdef PROBE_STALE
+			; fstale[i] = 1
+#endif
+		fi
+	}
+	/* step 7: BACK OUT, CAS(slot, T|PUB -> IDLE) */
+	atomic {
+		if
+		:: slot[i] == S_PUB ->	/* backed out: the old path */
+			slot[i] = S_IDLE;
+#ifdef PROBE_STALE
+			fstale[i] = 0;
+#endif
+			goto slow
+		:: else ->		/* a revoker won the slot */
+			assert(slot[i] == S_MAT);
+#ifdef MUT_BACKOUT_NOT_HELD
+			goto slow	/* mutant: not held, enters again */
+#else
+			fslot = 1
+#endif
+		fi
+	}
+#ifndef MUT_BACKOUT_NO_WAIT
+	/* tree_lock(); tree_unlock(): waits for the materialiser */
+	CS_BEGIN
+	CS_END;
+#endif
+	/* held through the tree: it is there */
+	atomic {
+		assert(slot[i] == S_MAT && intree[i] && word[i] == 0);
+		fh[i] = 1; shadow_enter(); goto owner
+	}
+#endif
+
 owner:	/* the lock call returned 0: the caller's critical section */
 	if
 	:: !isr ->	/* a writer may call range_downgrade_write() */
@@ -920,6 +1219,12 @@ owner:	/* the lock call returned 0: the caller's critical section */
 			/* ghost: from here on a reader */
 			shadow_leave(); isr = 1; shadow_enter();
 			rd[i] = 1;
+#ifdef FASTREAD
+#ifndef NO_INVARIANT
+			assert(!biased);	/* a writer is in the tree */
+#endif
+			nwr--;
+#endif
 			j = (nwait == 0 -> N : 0);
 			do
 			:: j < N ->
@@ -938,7 +1243,39 @@ owner:	/* the lock call returned 0: the caller's critical section */
 		goto owner
 	:: atomic { fast && tw == TW_FAST(i, isr) ->	/* tree_fast_release() */
 			shadow_leave(); tw = TW_FREE; goto leave }
-	:: CS_BEGIN_IF(tw != TW_FAST(i, isr))	/* tree_fast_release() failed */
+#ifdef FASTREAD
+#ifdef ORPHAN
+	:: atomic { fslot && !orphaned && (slot[i] == S_PUB || slot[i] == S_MAT) ->
+			/* the owner thread exits holding it (key destructor:
+			 * add ORPHAN); another thread unlocks it later (this
+			 * process, from here on) */
+			slot[i] = (slot[i] == S_PUB -> S_PUBO : S_MATO);
+			orphaned = 1; goto owner }
+#endif
+#ifndef MUT_RELEASE_IGNORES_MAT
+	:: atomic { fslot && IS_PUB(slot[i]) ->
+#else
+	:: atomic { fslot ->	/* mutant: T|MAT too is "released" */
+#endif
+			/* fast_read_release(): CAS(slot, T|PUB -> IDLE) wins */
+			/* (-DORPHAN: T|PUB|ORPHAN -> FREE) */
+			shadow_leave(); slot[i] = RELEASED(slot[i]); fh[i] = 0;
+			goto leave }
+	:: CS_BEGIN_IF(fslot && !IS_PUB(slot[i]))
+			/* the CAS failed (T|MAT): tree_lock(); CAS(slot, T|MAT
+			 * -> IDLE, or T|MAT|ORPHAN -> FREE); unlock through the
+			 * tree */
+			assert(IS_MAT(slot[i]));
+			d_step { slot[i] = RELEASED(slot[i]); fh[i] = 0 }
+			/* check_held() */
+			assert(intree[i] && word[i] == 0 && rd[i] == isr);
+			shadow_leave();
+			remove_request(W_UNLOCK);
+			check_inv();
+		CS_END;
+		goto leave
+#endif
+	:: CS_BEGIN_IF(tw != TW_FAST(i, isr) NOT_FSLOT)	/* tree_fast_release() failed */
 			/* range_{read,write}_unlock() -> unlock_common() */
 			/* check_held() */
 			assert(intree[i] && word[i] == 0 && rd[i] == isr);
@@ -950,7 +1287,15 @@ owner:	/* the lock call returned 0: the caller's critical section */
 leave:
 	wake_flush();
 	skip;
-	d_step { isr = 0; fast = 0; may_spin = 0; kind = 0; v = 0 }
+	d_step {
+#ifdef FASTREAD
+		/* an unlocked or withdrawn request is in no tree and in no
+		 * slot */
+		assert(!intree[i] && slot[i] <= S_IDLE);
+		fslot = 0;
+#endif
+		isr = 0; fast = 0; may_spin = 0; kind = 0; v = 0
+	}
 #ifdef ROUNDS
 	if
 	:: rounds + 1 < (i == 0 -> ROUNDS0 : ROUNDS) -> rounds++; goto start
@@ -989,9 +1334,43 @@ active proctype clock()
 }
 #endif
 
+#ifdef FASTREAD
+/* The fast path's invariants, checked in every state (the guard blocks
+ * until one is false: no extra interleavings):
+ *  - a fast reader that returned held is published in its slot (and not in
+ *    the tree), or held in the tree with its slot won (MAT), until its
+ *    unlock -- or a revoker that won its slot is inserting it (matg; a
+ *    reader whose back-out failed returns only once it is in the tree:
+ *    asserted there);
+ *  - a published request is not in the tree;
+ *  - BIASED => no writer in the tree and the lock word is not 0. */
+#define FAST_OK(k) \
+	((!fh[k] || (IS_PUB(slot[k]) && !intree[k]) || \
+	  (IS_MAT(slot[k]) && ((intree[k] && word[k] == 0) || matg == k + 1))) && \
+	 (!IS_PUB(slot[k]) || !intree[k]))
+#ifndef NO_INVARIANT
+#define FAST_INV  (FAST_OK(0) && FAST_OK(1) && FAST_OK(2) && \
+		   (!biased || (nwr == 0 && tw != TW_FREE)))
+#else
+#define FAST_INV  (FAST_OK(0) && FAST_OK(1) && FAST_OK(2))
+#endif
+active proctype fast_monitor()
+{
+end:	atomic { !FAST_INV -> assert(FAST_INV) }
+}
+#endif
+
 init
 {
 	atomic {
+#ifdef FASTREAD
+		/* the tree may start biased (a reachable state: a slow reader
+		 * re-biased it and left) */
+		if
+		:: skip
+		:: biased = 1; tw = TW_NONEMPTY
+		fi;
+#endif
 		run thread(0);
 		run thread(1);
 		run thread(2)
