@@ -13,6 +13,8 @@
  *   bench_lustre.c      the file scenario (threads pwrite chunks of a file)
  *   bench_stats.c       the library's own statistics for one run
  *   bench_targets.c     --targets: the performance issues' scenarios
+ *   bench_targets13.c   --targets=13: issue 13's (reader fast path) scenarios
+ *   bench_sweeps.c      the opt-in sweeps read-scaling and write-ratio
  *
  * Adding a scenario: write bench_<name>.c defining a
  * `const struct bench_section bench_section_<name>` (below), declare it
@@ -63,6 +65,10 @@ enum lock_kind {
 	LK_OFD,        /* fcntl F_OFD_SETLKW (file scenario only) */
 	LK_NONE,       /* no lock at all (file scenario control: shows tearing) */
 	LK_RANGE_FIFO, /* librangelock, strict-FIFO tree (range_lock_tree_set_fifo) */
+	/* The same two trees with range_lock_tree_set_fast_read(tree, 0): every
+	 * read through the internal lock, "today's cost" for issue 13. */
+	LK_RANGE_NOFAST,
+	LK_RANGE_FIFO_NOFAST,
 	LK_COUNT
 };
 
@@ -71,7 +77,20 @@ extern const char *const lk_short[LK_COUNT]; /* "range", ... (table) */
 
 static inline bool lk_is_range(enum lock_kind k)
 {
-	return k == LK_RANGE || k == LK_RANGE_FIFO;
+	return k == LK_RANGE || k == LK_RANGE_FIFO || k == LK_RANGE_NOFAST ||
+	       k == LK_RANGE_FIFO_NOFAST;
+}
+
+static inline bool lk_is_nofast(enum lock_kind k)
+{
+	return k == LK_RANGE_NOFAST || k == LK_RANGE_FIFO_NOFAST;
+}
+
+/* The fast-read-off kind of the same tree policy as @k (LK_RANGE or
+ * LK_RANGE_FIFO). */
+static inline enum lock_kind lk_nofast_of(enum lock_kind k)
+{
+	return k == LK_RANGE_FIFO ? LK_RANGE_FIFO_NOFAST : LK_RANGE_NOFAST;
 }
 
 /* "default" or "fifo" for librangelock, "" for the others. */
@@ -93,6 +112,8 @@ static inline void lk_lock(struct lockset *ls, enum lock_kind kind, bool write,
 	switch (kind) {
 	case LK_RANGE:
 	case LK_RANGE_FIFO:
+	case LK_RANGE_NOFAST:
+	case LK_RANGE_FIFO_NOFAST:
 		if (write)
 			range_write_lock(&ls->tree, req);
 		else
@@ -119,6 +140,8 @@ static inline void lk_unlock(struct lockset *ls, enum lock_kind kind, bool write
 	switch (kind) {
 	case LK_RANGE:
 	case LK_RANGE_FIFO:
+	case LK_RANGE_NOFAST:
+	case LK_RANGE_FIFO_NOFAST:
 		if (write)
 			range_write_unlock(&ls->tree, req);
 		else
@@ -253,6 +276,7 @@ extern const char *const rg_title[RG_COUNT];
 
 struct options {
 	bool quick, targets, progress;
+	bool targets13;          /* --targets=13 (--targets=all: both) */
 	int reps;
 	uint64_t duration_ms;
 	uint64_t work_in_ns, work_out_ns;
@@ -269,6 +293,8 @@ struct options {
 	const char *file_dir;
 	const char *csv_path, *json_path; /* "-" is stdout */
 	bool csv, json;
+	uint64_t write_every[16]; /* write-ratio sweep: 1 write per N ops (0: none) */
+	int nwrite_every;
 };
 
 extern struct options opt;
@@ -281,6 +307,9 @@ bool in_list(const char *list, const char *word);
 /* The librangelock kinds selected by --locks and --policy, default first;
  * returns how many (0..2). */
 int range_kinds(enum lock_kind *k);
+/* The same with, after each, its fast-read-off kind when --locks selects
+ * range-nofast (the default); returns how many (0..4). */
+int range_kinds_nofast(enum lock_kind *k);
 
 /* ---- progress line (bench_util.c) -------------------------------------- */
 
@@ -319,6 +348,8 @@ struct rec {
 	bool has_wait;
 	double wait_p99[WAIT_OF_COUNT][MAX_REPS], wait_max[WAIT_OF_COUNT][MAX_REPS];
 	int nr, nw;                  /* reader / writer threads */
+	uint64_t write_every;        /* read-mostly: 1 write per N ops (0: n/a) */
+	uint64_t range_len;          /* random ranges of this many units (0: seed's) */
 	double ratio;                /* vs pthread_rwlock, > 1 is faster */
 	double pr_min, pr_max;       /* per-repetition paired ratios */
 	bool has_ratio;
@@ -373,7 +404,25 @@ struct run_result {
 	uint64_t wait_p99_ns[WAIT_OF_COUNT], wait_max_ns[WAIT_OF_COUNT];
 };
 
+/*
+ * Extra shape of a workload (zero: as before).
+ *  read_mostly: every thread reads, and writes once per write_every
+ *      operations on average (chosen at random per operation; write_every
+ *      0: never), as workload WL_MIXED;
+ *  range_len: RG_RANDOM ranges are this many units long, at a random start
+ *      (0: the seed's random start and end).
+ */
+struct work_shape {
+	bool read_mostly;
+	uint64_t write_every;
+	uint64_t range_len;
+};
+
 /* One run of @duration_ms; @ls_given: use this lock set (NULL: a new one). */
+void run_workload_shaped(enum lock_kind kind, enum workload wl, enum ranges rg,
+			 int nthreads, uint64_t work_in, uint64_t work_out,
+			 uint64_t duration_ms, struct lockset *ls_given,
+			 const struct work_shape *shape, struct run_result *res);
 void run_workload(enum lock_kind kind, enum workload wl, enum ranges rg,
 		  int nthreads, uint64_t work_in, uint64_t work_out,
 		  uint64_t duration_ms, struct lockset *ls_given,
@@ -384,6 +433,10 @@ void run_workload(enum lock_kind kind, enum workload wl, enum ranges rg,
 int measure_point(const char *section, const char *tag, const enum lock_kind *kinds,
 		  int nk, enum workload wl, enum ranges rg, int threads,
 		  uint64_t work_in, uint64_t work_out);
+int measure_point_shaped(const char *section, const char *tag,
+			 const enum lock_kind *kinds, int nk, enum workload wl,
+			 enum ranges rg, int threads, uint64_t work_in, uint64_t work_out,
+			 const struct work_shape *shape);
 /* The lock kinds of the throughput sections, in table order. */
 int throughput_kinds(enum lock_kind *k);
 
@@ -399,6 +452,7 @@ extern const int nheld_counts;
 struct bench_section {
 	const char *name;        /* for --sections, and the CSV's section */
 	bool needs_range;        /* skipped unless librangelock is selected */
+	bool opt_in;             /* runs only when --sections names it */
 	long (*steps)(void);     /* progress steps it will take */
 	void (*run)(void);       /* measures, adds records */
 	void (*print)(FILE *out);/* its part of the table */
@@ -409,6 +463,8 @@ extern const struct bench_section bench_section_held;
 extern const struct bench_section bench_section_throughput;
 extern const struct bench_section bench_section_file;
 extern const struct bench_section bench_section_stats;
+extern const struct bench_section bench_section_read_scaling;
+extern const struct bench_section bench_section_write_ratio;
 
 /* The statistics section's result, for JSON (empty what: not run). */
 extern struct range_lock_stats lib_stats;
@@ -418,5 +474,10 @@ extern char lib_stats_what[160];
 
 void run_targets(FILE *out);
 void write_json_targets(FILE *f);
+
+/* ---- --targets=13 (bench_targets13.c) ---------------------------------- */
+
+void run_targets13(FILE *out);
+void write_json_targets13(FILE *f);
 
 #endif /* RANGELOCK_BENCH_H */

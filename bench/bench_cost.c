@@ -30,6 +30,8 @@ static double uncontended_ns(enum lock_kind kind, bool write, uint64_t iters)
 	switch (kind) {
 	case LK_RANGE:
 	case LK_RANGE_FIFO:
+	case LK_RANGE_NOFAST:
+	case LK_RANGE_FIFO_NOFAST:
 		if (write)
 			for (uint64_t i = 0; i < iters; i++) {
 				range_write_lock(&ls->tree, &req);

@@ -29,6 +29,9 @@ static void usage(FILE *f)
 "                       target | met?' tables (issue 7: 2 threads vs\n"
 "                       pthread_rwlock; issue 12: threads outnumber CPUs,\n"
 "                       vs pthread_mutex)\n"
+"  --targets=13         issue 13's (reader fast path) table instead: vs\n"
+"                       pthread_rwlock and vs librangelock with fast reads\n"
+"                       off ('today'); --targets=all runs both\n"
 "  --reps N             repetitions per measurement (default 5; --targets 15)\n"
 "  --duration-ms N      length of one throughput run (default 200; --targets 250)\n"
 "  --threads LIST       thread counts, e.g. 1,2,4,8 (default 1, 2, 4, ... up to\n"
@@ -36,13 +39,17 @@ static void usage(FILE *f)
 "  --work-in-ns N       busy work inside the critical section (default 1000)\n"
 "  --work-out-ns N      busy work between critical sections (default 1000)\n"
 "  --pool N             random ranges lie in [0, N] (default 4096)\n"
-"  --locks LIST         of range,rwlock,rwlock-wp,mutex,ofd,nolock (default all;\n"
-"                       pthread_rwlock is always run: it is the baseline)\n"
+"  --locks LIST         of range,rwlock,rwlock-wp,mutex,ofd,nolock,range-nofast\n"
+"                       (default all; pthread_rwlock is always run: it is the\n"
+"                       baseline; range-nofast: fast reads off, in the sweeps)\n"
 "  --policy P           librangelock's tree policy: default, fifo or both\n"
 "                       (default both: rows 'range' and 'range-fifo')\n"
 "  --workloads LIST     of read,write,mixed (default all)\n"
 "  --ranges LIST        of full,random,disjoint (default all)\n"
-"  --sections LIST      of uncontended,held,throughput,file,stats (default all)\n"
+"  --sections LIST      of uncontended,held,throughput,file,stats (default all),\n"
+"                       and the opt-in sweeps read-scaling, write-ratio\n"
+"  --write-ratios LIST  the write-ratio sweep's points, 1 write per N ops\n"
+"                       (0: no writes; default 0,10000,1000,100,10,2)\n"
 "  --file-dir DIR       where the file scenario's temporary file goes\n"
 "                       (default $TMPDIR or /tmp)\n"
 "  --csv[=FILE]         CSV of every result (to stdout instead of the table,\n"
@@ -75,6 +82,21 @@ int range_kinds(enum lock_kind *k)
 		k[n++] = LK_RANGE;
 	if (opt.locks[LK_RANGE_FIFO])
 		k[n++] = LK_RANGE_FIFO;
+	return n;
+}
+
+int range_kinds_nofast(enum lock_kind *k)
+{
+	int n = 0;
+
+	if (opt.locks[LK_RANGE])
+		k[n++] = LK_RANGE;
+	if (opt.locks[LK_RANGE_NOFAST])
+		k[n++] = LK_RANGE_NOFAST;
+	if (opt.locks[LK_RANGE_FIFO])
+		k[n++] = LK_RANGE_FIFO;
+	if (opt.locks[LK_RANGE_FIFO_NOFAST])
+		k[n++] = LK_RANGE_FIFO_NOFAST;
 	return n;
 }
 
@@ -112,6 +134,26 @@ static void parse_threads(const char *s)
 	}
 }
 
+static void parse_write_ratios(const char *s)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int n = 0, max = (int)(sizeof(opt.write_every) / sizeof(opt.write_every[0]));
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == max) {
+			fprintf(stderr, "rangelock-bench: --write-ratios: at most %d points\n", max);
+			exit(2);
+		}
+		opt.write_every[n++] = parse_u64(tok, "--write-ratios point");
+	}
+	free(copy);
+	if (!n) {
+		fprintf(stderr, "rangelock-bench: empty --write-ratios list\n");
+		exit(2);
+	}
+	opt.nwrite_every = n;
+}
+
 static void add_thread_count(int t)
 {
 	int i;
@@ -144,10 +186,10 @@ void parse_options(int argc, char **argv)
 {
 	enum { O_QUICK = 256, O_TARGETS, O_REPS, O_DUR, O_THREADS, O_WIN, O_WOUT, O_POOL,
 	       O_LOCKS, O_POLICY, O_WL, O_RG, O_SECT, O_FDIR, O_CSV, O_JSON, O_NOPROG,
-	       O_HELP };
+	       O_HELP, O_WRATIOS };
 	static const struct option lopts[] = {
 		{ "quick", no_argument, 0, O_QUICK },
-		{ "targets", no_argument, 0, O_TARGETS },
+		{ "targets", optional_argument, 0, O_TARGETS },
 		{ "reps", required_argument, 0, O_REPS },
 		{ "duration-ms", required_argument, 0, O_DUR },
 		{ "threads", required_argument, 0, O_THREADS },
@@ -164,12 +206,14 @@ void parse_options(int argc, char **argv)
 		{ "json", optional_argument, 0, O_JSON },
 		{ "no-progress", no_argument, 0, O_NOPROG },
 		{ "help", no_argument, 0, O_HELP },
+		{ "write-ratios", required_argument, 0, O_WRATIOS },
 		{ 0, 0, 0, 0 }
 	};
 	int reps = -1, c;
 	int64_t dur = -1;
 	const char *threads = NULL, *locks = NULL, *wls = NULL, *rgs = NULL;
-	const char *policy = "both";
+	const char *policy = "both", *wratios = "0,10000,1000,100,10,2";
+	bool any_targets;
 
 	ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpus < 1)
@@ -183,7 +227,18 @@ void parse_options(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
 		case O_QUICK: opt.quick = true; break;
-		case O_TARGETS: opt.targets = true; break;
+		case O_TARGETS:
+			if (!optarg || !strcmp(optarg, "7,12") || !strcmp(optarg, "all"))
+				opt.targets = true;
+			if (optarg && (!strcmp(optarg, "13") || !strcmp(optarg, "all")))
+				opt.targets13 = true;
+			if (!opt.targets && !opt.targets13) {
+				fprintf(stderr, "rangelock-bench: --targets takes no value, "
+					"=13 or =all\n");
+				exit(2);
+			}
+			break;
+		case O_WRATIOS: wratios = optarg; break;
 		case O_REPS: reps = (int)parse_u64(optarg, "--reps"); break;
 		case O_DUR: dur = (int64_t)parse_u64(optarg, "--duration-ms"); break;
 		case O_THREADS: threads = optarg; break;
@@ -221,8 +276,9 @@ void parse_options(int argc, char **argv)
 	}
 
 	/* Defaults, then --quick, then explicit options. */
-	opt.reps = opt.targets ? 15 : 5;
-	opt.duration_ms = opt.targets ? 250 : 200;
+	any_targets = opt.targets || opt.targets13;
+	opt.reps = any_targets ? 15 : 5;
+	opt.duration_ms = any_targets ? 250 : 200;
 	opt.uncont_iters = 2000000;
 	opt.held_iters = 200000;
 	opt.held_max = 100000;
@@ -232,7 +288,7 @@ void parse_options(int argc, char **argv)
 	default_threads();
 	if (opt.quick) {
 		opt.reps = 2;
-		opt.duration_ms = opt.targets ? 20 : 10;
+		opt.duration_ms = any_targets ? 20 : 10;
 		opt.uncont_iters = 100000;
 		/* Small: checking builds (Debug, sanitizer CI) verify the whole
 		 * tree on every call, so this section is O(n) per call there. */
@@ -263,6 +319,7 @@ void parse_options(int argc, char **argv)
 	}
 	if (threads)
 		parse_threads(threads);
+	parse_write_ratios(wratios);
 	for (int t = 0; t < opt.nthreads_list; t++)
 		if ((uint64_t)opt.threads[t] > opt.pool + 1) {
 			fprintf(stderr, "rangelock-bench: %d threads need --pool >= %d for "
@@ -277,6 +334,13 @@ void parse_options(int argc, char **argv)
 
 		opt.locks[LK_RANGE] = both || !strcmp(policy, "default");
 		opt.locks[LK_RANGE_FIFO] = both || !strcmp(policy, "fifo");
+	}
+	/* "range-nofast": the same policies with fast reads off. */
+	if (opt.locks[LK_RANGE_NOFAST] || opt.locks[LK_RANGE_FIFO_NOFAST]) {
+		bool both = !strcmp(policy, "both");
+
+		opt.locks[LK_RANGE_NOFAST] = both || !strcmp(policy, "default");
+		opt.locks[LK_RANGE_FIFO_NOFAST] = both || !strcmp(policy, "fifo");
 	}
 	opt.locks[LK_RW] = true;
 	if (!HAVE_RWLOCK_PREFER_WRITER)

@@ -58,6 +58,7 @@ bool same_point(const struct rec *a, const struct rec *b)
 	       a->threads == b->threads && a->held == b->held &&
 	       a->held_random == b->held_random && a->work_in == b->work_in &&
 	       a->work_out == b->work_out && !strcmp(a->tag, b->tag) &&
+	       a->write_every == b->write_every && a->range_len == b->range_len &&
 	       !strcmp(a->metric, b->metric);
 }
 
@@ -224,6 +225,13 @@ static const char *ranges_field(const struct rec *r)
 	return r->rg >= 0 ? rg_name[r->rg] : "";
 }
 
+/* Records of the throughput workload (per-kind and per-thread columns). */
+static bool is_throughput_rec(const struct rec *r)
+{
+	return !strcmp(r->section, "throughput") || !strcmp(r->section, "read-scaling") ||
+	       !strcmp(r->section, "write-ratio");
+}
+
 /* The CSV's columns up to runq_wait_pct_max are those of earlier versions,
  * in the same order; later columns were added at the end. */
 void write_csv(FILE *f)
@@ -235,10 +243,10 @@ void write_csv(FILE *f)
 		"runq_wait_pct_max,policy,wait_p99_us_median,wait_p99_us_min,"
 		"wait_p99_us_max,wait_max_us_median,wait_max_us_min,wait_max_us_max,"
 		"read_wait_p99_us_median,read_wait_max_us_median,write_wait_p99_us_median,"
-		"write_wait_max_us_median\n");
+		"write_wait_max_us_median,fast_read,write_every,range_len\n");
 	for (int i = 0; i < nrecs; i++) {
 		struct rec *r = &recs[i];
-		bool tp = !strcmp(r->section, "throughput");
+		bool tp = is_throughput_rec(r);
 
 		fprintf(f, "%s,%s,%s,%s,%d,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%d,"
 			"%.3f,%.3f,%.3f,%.3f,%.3f,",
@@ -272,13 +280,19 @@ void write_csv(FILE *f)
 			else
 				fprintf(f, ",,");
 			if (r->nw)
-				fprintf(f, "%.3f,%.3f\n", median_of(p[WAIT_WRITE], r->n) / 1e3,
+				fprintf(f, "%.3f,%.3f", median_of(p[WAIT_WRITE], r->n) / 1e3,
 					median_of(m[WAIT_WRITE], r->n) / 1e3);
 			else
-				fprintf(f, ",\n");
+				fprintf(f, ",");
 		} else {
-			fprintf(f, ",,,,,,,,,,\n");
+			fprintf(f, ",,,,,,,,,");
 		}
+		/* fast_read: 1/0 for librangelock (range_lock_tree_set_fast_read),
+		 * empty for the other locks; write_every, range_len: the
+		 * read-mostly shape (0: not read-mostly, the seed's ranges). */
+		fprintf(f, ",%s,%" PRIu64 ",%" PRIu64 "\n",
+			lk_is_range(r->lock) ? (lk_is_nofast(r->lock) ? "0" : "1") : "",
+			r->write_every, r->range_len);
 	}
 }
 
@@ -335,7 +349,7 @@ void write_json(FILE *f)
 		", \"pool\": %" PRIu64 ", \"work_ticks_per_ns\": %.4f, \"quick\": %s, "
 		"\"targets\": %s, \"policies\": [%s%s%s]},\n", opt.reps, opt.duration_ms,
 		opt.work_in_ns, opt.work_out_ns, opt.pool, ticks_per_ns,
-		opt.quick ? "true" : "false", opt.targets ? "true" : "false",
+		opt.quick ? "true" : "false", opt.targets || opt.targets13 ? "true" : "false",
 		opt.locks[LK_RANGE] ? "\"default\"" : "",
 		opt.locks[LK_RANGE] && opt.locks[LK_RANGE_FIFO] ? ", " : "",
 		opt.locks[LK_RANGE_FIFO] ? "\"fifo\"" : "");
@@ -357,6 +371,8 @@ void write_json(FILE *f)
 	fprintf(f, "  \"check_failures\": %d,\n", check_failures);
 	if (opt.targets)
 		write_json_targets(f);
+	if (opt.targets13)
+		write_json_targets13(f);
 	fprintf(f, "  \"results\": [\n");
 	for (int i = 0; i < nrecs; i++) {
 		struct rec *r = &recs[i];
@@ -370,6 +386,11 @@ void write_json(FILE *f)
 			r->wl >= 0 ? wl_name[r->wl] : "", r->rg >= 0 ? rg_name[r->rg] : "",
 			r->threads, lk_name[r->lock], lk_policy(r->lock), r->held,
 			r->held_random ? "true" : "false", r->work_in, r->work_out, r->metric);
+		if (lk_is_range(r->lock))
+			fprintf(f, ", \"fast_read\": %s", lk_is_nofast(r->lock) ? "false" : "true");
+		if (r->write_every || r->range_len)
+			fprintf(f, ", \"write_every\": %" PRIu64 ", \"range_len\": %" PRIu64,
+				r->write_every, r->range_len);
 		json_samples(f, "samples", r->v, r->n);
 		fprintf(f, ", \"median\": ");
 		json_num(f, rec_median(r));
@@ -380,7 +401,7 @@ void write_json(FILE *f)
 		fprintf(f, ", \"ratio\": ");
 		json_num(f, r->has_ratio ? r->ratio : NAN);
 		json_samples(f, "runq_wait_pct", r->rq, r->n);
-		if (!strcmp(r->section, "throughput")) {
+		if (is_throughput_rec(r)) {
 			fprintf(f, ", \"read_median\": ");
 			json_num(f, median_of(r->rd, r->n));
 			fprintf(f, ", \"write_median\": ");

@@ -15,15 +15,19 @@
 const char *const lk_name[LK_COUNT] = {
 	"librangelock", "pthread_rwlock", "pthread_rwlock_wp",
 	"pthread_mutex", "ofd_lock", "none", "librangelock_fifo",
+	"librangelock_nofast", "librangelock_fifo_nofast",
 };
 /* Short names for the seed-shaped table ("rwsem-2thr", "range-2thr"). */
 const char *const lk_short[LK_COUNT] = {
 	"range", "rwlock", "rwlock-wp", "mutex", "ofd", "nolock", "range-fifo",
+	"range-nofast", "range-fifo-nofast",
 };
 
 const char *lk_policy(enum lock_kind k)
 {
-	return k == LK_RANGE ? "default" : k == LK_RANGE_FIFO ? "fifo" : "";
+	if (k == LK_RANGE || k == LK_RANGE_NOFAST)
+		return "default";
+	return k == LK_RANGE_FIFO || k == LK_RANGE_FIFO_NOFAST ? "fifo" : "";
 }
 
 struct lockset *lockset_new(enum lock_kind kind)
@@ -37,8 +41,14 @@ struct lockset *lockset_new(enum lock_kind kind)
 	}
 	memset(ls, 0, sizeof(*ls));
 	range_lock_tree_init(&ls->tree);
-	if (range_lock_tree_set_fifo(&ls->tree, kind == LK_RANGE_FIFO) != 0) {
+	if (range_lock_tree_set_fifo(&ls->tree, kind == LK_RANGE_FIFO ||
+					       kind == LK_RANGE_FIFO_NOFAST) != 0) {
 		fprintf(stderr, "rangelock-bench: range_lock_tree_set_fifo failed\n");
+		exit(2);
+	}
+	/* The fast-read-off kinds: every read through the internal lock. */
+	if (lk_is_nofast(kind) && range_lock_tree_set_fast_read(&ls->tree, 0) != 0) {
+		fprintf(stderr, "rangelock-bench: range_lock_tree_set_fast_read failed\n");
 		exit(2);
 	}
 	pthread_rwlockattr_init(&attr);
