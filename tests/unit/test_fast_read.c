@@ -52,19 +52,26 @@ static bool held_fast(const struct range_lock *r)
 
 #define BIAS_BOUND 100000
 
-/* Read-lock and unlock until @t is biased; false after BIAS_BOUND rounds. */
+/*
+ * Read-lock and unlock until @t is biased; false after BIAS_BOUND rounds.
+ * An anchor read is held meanwhile: a lone reader of an empty tree holds it
+ * through the lock word and never reaches the read slow path that biases.
+ */
 static bool bias(struct range_lock_tree *t)
 {
-	struct range_lock r;
+	struct range_lock anchor, r;
+	bool ok = false;
 
-	for (int i = 0; i < BIAS_BOUND; i++) {
-		if (rl_test_fast_read_biased(t))
-			return true;
+	range_lock_init(&anchor, 0, 0);
+	range_read_lock(t, &anchor);
+	for (int i = 0; i < BIAS_BOUND && !ok; i++) {
 		range_lock_init(&r, 0, 0);
 		range_read_lock(t, &r);
 		range_read_unlock(t, &r);
+		ok = rl_test_fast_read_biased(t) == 1;
 	}
-	return rl_test_fast_read_biased(t) == 1;
+	range_read_unlock(t, &anchor);
+	return ok && rl_test_fast_read_biased(t) == 1;
 }
 
 static bool wait_flag(atomic_int *f, long ms)
@@ -343,34 +350,59 @@ static void *race_reader(void *arg)
 }
 
 struct race_writer_result {
-	long writes, revoked;   /* writes that found the tree biased */
+	long writes, revoked;   /* lock calls; those that found the tree biased */
+	long granted;           /* of which held [32, 40] */
 };
 
+/* The critical section of a writer of [32, 40]. */
+static void race_write(long i)
+{
+	if (atomic_fetch_add(&race.writers_in, 1) != 0 ||
+	    atomic_load(&race.readers_in) != 0)
+		atomic_fetch_add(&race.violations, 1);
+	race.data[0] = i;
+	for (volatile int k = 0; k < 50; k++)
+		;
+	race.data[1] = i;
+	if (atomic_load(&race.readers_in) != 0)
+		atomic_fetch_add(&race.violations, 1);
+	atomic_fetch_sub(&race.writers_in, 1);
+}
+
+/*
+ * Each write call revokes a bias the readers set again meanwhile, racing
+ * with their releases.  Mostly trylock of [32, 40] (which revokes whether
+ * or not it gets the range, and does not wait for the readers, who would
+ * otherwise overtake it until the hand-off bound) and plain locks of the
+ * disjoint [100, 110]; every 8th a plain lock of [32, 40].
+ */
 static void *race_writer(void *arg)
 {
 	struct race_writer_result *res = arg;
 	struct range_lock w;
 	uint64_t end = mono_ns() + 3000000000ull;
 
-	for (long i = 1; i <= 3000 && mono_ns() < end; i++) {
-		/* Let the readers bias the tree again (bounded). */
-		for (int k = 0; k < 2000 && !rl_test_fast_read_biased(&race.tree); k++)
-			sched_yield();
-		res->revoked += rl_test_fast_read_biased(&race.tree);
-		range_lock_init(&w, 32, 40);
-		range_write_lock(&race.tree, &w);
-		if (atomic_fetch_add(&race.writers_in, 1) != 0 ||
-		    atomic_load(&race.readers_in) != 0)
-			atomic_fetch_add(&race.violations, 1);
-		race.data[0] = i;
-		for (volatile int k = 0; k < 50; k++)
-			;
-		race.data[1] = i;
-		if (atomic_load(&race.readers_in) != 0)
-			atomic_fetch_add(&race.violations, 1);
-		atomic_fetch_sub(&race.writers_in, 1);
-		range_write_unlock(&race.tree, &w);
+	for (long i = 1; i <= 4000 && mono_ns() < end; i++) {
+		/* Bias the tree again (the readers alone take milliseconds:
+		 * they must meet in the slow path to count down the delay). */
+		res->revoked += bias(&race.tree);
 		res->writes++;
+		if (i % 8 == 0) {
+			range_lock_init(&w, 32, 40);
+			range_write_lock(&race.tree, &w);
+		} else if (i % 2) {
+			range_lock_init(&w, 32, 40);
+			if (!range_write_trylock(&race.tree, &w))
+				continue;
+		} else {
+			range_lock_init(&w, 100, 110);
+			range_write_lock(&race.tree, &w);
+			range_write_unlock(&race.tree, &w);
+			continue;
+		}
+		res->granted++;
+		race_write(i);
+		range_write_unlock(&race.tree, &w);
 	}
 	return NULL;
 }
@@ -379,7 +411,7 @@ static void test_revocation_races_release(void **state)
 {
 	(void)state;
 	pthread_t rd[RACE_READERS], wr;
-	struct race_writer_result res = { 0, 0 };
+	struct race_writer_result res = { 0, 0, 0 };
 
 	memset(&race, 0, sizeof(race));
 	range_lock_tree_init(&race.tree);
@@ -390,12 +422,14 @@ static void test_revocation_races_release(void **state)
 	atomic_store(&race.stop, 1);
 	for (int i = 0; i < RACE_READERS; i++)
 		pthread_join(rd[i], NULL);
-	print_message("revocation race: %ld writes (%ld revoked a bias), %ld reads "
-		      "(%ld fast)\n", res.writes, res.revoked,
-		      atomic_load(&race.reads), atomic_load(&race.fast_reads));
+	print_message("revocation race: %ld write calls (%ld revoked a bias, %ld held"
+		      " the readers' range), %ld reads (%ld fast)\n", res.writes,
+		      res.revoked, res.granted, atomic_load(&race.reads),
+		      atomic_load(&race.fast_reads));
 	assert_int_equal(atomic_load(&race.violations), 0);
-	assert_true(res.writes >= 100);
+	assert_true(res.writes >= 1000);
 	assert_true(res.revoked >= res.writes / 2);
+	assert_true(res.granted >= 100);
 	assert_true(atomic_load(&race.fast_reads) >= 100);
 	assert_int_equal(rl_test_fast_readers(&race.tree), 0);
 	assert_int_equal(range_lock_tree_destroy(&race.tree), 0);
