@@ -586,6 +586,40 @@ static void test_slots_recycled(void **state)
 /* ---- fork ------------------------------------------------------------------ */
 
 static struct range_lock_tree fork_held, fork_own;
+static uint32_t fork_idle_slot;  /* the slot of a live, idle parent thread */
+
+static uint32_t slot_index(const struct range_lock *r)
+{
+	return r->owner_tid & ~SLOT_TAG;
+}
+
+/* A thread that reads fast once (claiming a slot) and stays alive, idle. */
+static void *idle_claimer(void *arg)
+{
+	atomic_int *stop = arg;
+	struct range_lock r;
+
+	range_lock_init(&r, 50, 50);
+	range_read_lock(&fork_own, &r);
+	fork_idle_slot = held_fast(&r) ? slot_index(&r) : UINT32_MAX;
+	range_read_unlock(&fork_own, &r);
+	atomic_store(stop, 1);
+	while (atomic_load(stop) != 2)
+		sleep_ms(1);
+	return NULL;
+}
+
+/* In the child: the slot a new thread claims (the lowest free one). */
+static void *child_claim(void *arg)
+{
+	struct range_lock r;
+
+	range_lock_init(&r, 60, 60);
+	range_read_lock(&fork_own, &r);
+	*(uint32_t *)arg = held_fast(&r) ? slot_index(&r) : UINT32_MAX;
+	range_read_unlock(&fork_own, &r);
+	return NULL;
+}
 
 static void *child_reader(void *arg)
 {
@@ -650,6 +684,15 @@ static int fork_child(struct range_lock *own_hold)
 		pthread_t th[4];
 		void *bad;
 		long sum = 0;
+		uint32_t got = UINT32_MAX - 1;
+
+		/* The idle parent thread's slot is free in the child, and it
+		 * is the lowest free one: the next claim takes it. */
+		if (pthread_create(&th[0], NULL, child_claim, &got))
+			return 9;
+		pthread_join(th[0], NULL);
+		if (got != fork_idle_slot)
+			return 11;
 
 		for (int i = 0; i < 4; i++)
 			if (pthread_create(&th[i], NULL, child_reader, NULL))
@@ -672,8 +715,15 @@ static void test_fork_with_fast_read_held_by_other_thread(void **state)
 	int status;
 	pid_t pid;
 
+	pthread_t idle;
+	atomic_int idle_state = 0;
+
 	range_lock_tree_init(&fork_held);
 	range_lock_tree_init(&fork_own);
+	assert_true(bias(&fork_own));
+	assert_int_equal(pthread_create(&idle, NULL, idle_claimer, &idle_state), 0);
+	assert_true(wait_flag(&idle_state, 5000));
+	assert_true(fork_idle_slot != UINT32_MAX);
 	assert_true(bias(&fork_held));
 	start_reader(&x, &fork_held, 0, 9);
 	assert_true(x.fast);
@@ -689,6 +739,8 @@ static void test_fork_with_fast_read_held_by_other_thread(void **state)
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
+	atomic_store(&idle_state, 2);
+	pthread_join(idle, NULL);
 	assert_int_equal(WEXITSTATUS(status), 0);
 	/* The parent is untouched. */
 	assert_int_equal(rl_test_fast_readers(&fork_held), 1);
