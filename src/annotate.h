@@ -107,6 +107,21 @@
  *      rl_race_ok(wait_word, sizeof(uint32_t)) so that Helgrind does not
  *      flag it against the waiter's own SLEEPING CAS.  Setting HANDOFF and
  *      claiming are the owner's own writes: nothing to add.
+   9. (Issue 13) A fast reader publishes its slot (fast_read_acquire(),
+ *      release: the revoker that wins the slot reads the request):
+ *      rl_hb_release(&slot->state) before the exchange; the revoker,
+ *      rl_hb_acquire(&slot->state) after its CAS wins (rl_take_published()).
+ *   10. (Issue 13) BIASED set (maybe_bias(), a release store under
+ *      tree_lock: it follows the last writer's unlock) -> a fast reader that
+ *      sees it: rl_hb_release(&tree->flags) before the store,
+ *      rl_hb_acquire(&tree->flags) after the reader's check.
+ *   11. (Issue 13) A fast read released through its slot -> the next
+ *      revocation of that tree: rl_hb_release(&tree->nr_writers) before the
+ *      release CAS (only when the slot still holds the publication),
+ *      rl_hb_acquire(&tree->nr_writers) after the revoker's scan.  The key
+ *      is the tree, not the slot: a revoker acquiring every slot it scans
+ *      would order it after readers of other trees.  A fast read taken
+ *      into the tree unlocks through tree_lock: edges 1-2.
  * Blind spot (README): two critical sections on disjoint ranges, one after
  * the other, are ordered through edges 1-2, as they really are; a race
  * between them is reported only when they overlap in time.

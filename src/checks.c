@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "fast_read.h"
 #include "interval_tree.h"
 
 /* ---- the whole-tree invariant ----------------------------------------- */
@@ -78,6 +79,14 @@ void rl_check_tree(const struct range_lock_tree *tree)
 		count += blocking_of(n) != 0;
 	if (count != tree->nr_waiting)
 		tree_broken(tree, "nr_waiting differs from the requests with blockers", NULL, NULL);
+	count = 0;
+	for (n = first; n; n = itree_next_inorder(n))
+		count += !is_reader(n);
+	if (count != tree->nr_writers)
+		tree_broken(tree, "nr_writers differs from the writers in the tree", NULL, NULL);
+	/* Fast reads (fast_read.h) only while no writer is in the tree. */
+	if (count && (__atomic_load_n(&tree->flags, __ATOMIC_RELAXED) & RL_TREE_BIASED))
+		tree_broken(tree, "fast reads allowed with a writer in the tree", NULL, NULL);
 
 	for (n = first; n; prev = n, n = itree_next_inorder(n)) {
 		uint32_t expect = 0;

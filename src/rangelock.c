@@ -41,6 +41,24 @@
  *    under tree_lock unless a running thread overtook it meanwhile.
  * trylock succeeds exactly when a lock call would hold at once.
  *
+ * THE READER FAST PATH (fast_read.h has the protocol)
+ * ===================================================
+ * While no writer is in a tree, the tree may be BIASED (a flag bit): a
+ * reader then publishes its request in its thread's slot of a process-wide
+ * table and holds its range without the tree or tree_lock.  Every writer
+ * entry, and every call that must see all holders, first REVOKES under
+ * tree_lock (revoke_fast_readers()): it clears BIASED and moves each
+ * published reader of the tree into the tree as a held reader
+ * (materialise()), after winning that slot's CAS.  From then on the tree is
+ * the usual one: the invariant above covers materialised readers like any
+ * others (they take the next seqnum; with no writer in the tree nobody
+ * counts them).  maybe_bias() sets BIASED again in the read slow path after
+ * a delay with no writer in the tree.  So BIASED => no writer in the tree,
+ * in both policies: no reader reads fast while a writer waits (FIFO) or is
+ * marked (default), and a writer waits only for the readers it intersects.
+ * While BIASED, tree_unlock() leaves the lock word non-zero: the lock-word
+ * fast path of a lone writer is closed.
+ *
  * THE REQUEST'S WAIT WORD
  * =======================
  * wait_word = blocking << 2 | HANDOFF | SLEEPING;  0 means HELD, in both
@@ -65,9 +83,17 @@
  *     spurious wake-up.
  *
  * Who writes which field, under which lock:
- *   tree->root, leftmost, seqnum, nr_requests, nr_waiting, flags, stats
- *       counters (except the wait times), and every node's links, flags,
- *       start/last/subtree_last, seqnum:  only under tree_lock.
+ *   tree->root, leftmost, seqnum, nr_requests, nr_waiting, nr_writers,
+ *       stats counters (except the wait times), and every node's links,
+ *       flags, start/last/subtree_last, seqnum:  only under tree_lock.
+ *   tree->flags:                            only under tree_lock, with
+ *                                            atomic stores: fast readers
+ *                                            load BIASED without it (seq_cst,
+ *                                            the handshake); setting BIASED
+ *                                            is a release store, clearing it
+ *                                            a seq_cst one (the handshake's
+ *                                            writer side); the FIFO bit and
+ *                                            the delay count are relaxed.
  *   tree->stats (the pointer):              under tree_lock (release store),
  *                                            read without it (acquire) by
  *                                            waiters that time their wait.
@@ -78,7 +104,17 @@
  *                                            waiters that give up.
  *   node->wait_word:                        see above.
  *   node->owner_tid:                        by the requesting thread before
- *                                            it is published.
+ *                                            it is published: its thread id,
+ *                                            or RL_SLOT_TAG | slot for a fast
+ *                                            read (kept when materialised, so
+ *                                            that the unlock finds the slot);
+ *                                            reset to 0 by that read's unlock.
+ *   A fast-held request's fields:           by its thread before it
+ *                                            publishes; then by nobody until
+ *                                            a revoker wins its slot, which
+ *                                            makes the revoker the tree's
+ *                                            writer of its node fields (as
+ *                                            for the lock word's fast holder).
  *
  * Memory orders:
  *   - tree_lock: acquire when taken, release when dropped (tree_lock.h).
@@ -134,6 +170,7 @@
 
 #include "annotate.h"
 #include "checks.h"
+#include "fast_read.h"
 #include "file_lock.h"
 #include "interval_tree.h"
 #include "tree_lock.h"
@@ -182,6 +219,12 @@ static inline uint32_t blockers_of(uint32_t word)
 #define RL_GRANT_SPIN_MAX 1024
 #endif
 #define RL_GRANT_SPIN_MIN 8
+
+/* Reads through tree_lock, with no writer in the tree, before fast reads
+ * are allowed again (plus one per slot ever used: bias_delay()). */
+#ifndef RL_BIAS_DELAY
+#define RL_BIAS_DELAY 16
+#endif
 static _Thread_local uint32_t grant_spin_budget
 	__attribute__((tls_model("initial-exec"))) = RL_GRANT_SPIN_MAX / 4;
 
@@ -228,6 +271,7 @@ static inline uint32_t tree_flags(const struct range_lock_tree *tree)
 
 static inline void tree_flags_store(struct range_lock_tree *tree, uint32_t flags)
 {
+	rl_race_ok(&tree->flags, sizeof(tree->flags)); /* Valgrind: read unlocked */
 	__atomic_store_n(&tree->flags, flags, __ATOMIC_RELAXED);
 }
 
@@ -483,6 +527,7 @@ static void insert_request(struct range_lock_tree *tree, struct range_lock *lock
 			      memory_order_relaxed);
 	tree->nr_requests++;
 	tree->nr_waiting += blockers != 0;
+	tree->nr_writers += !reader;
 	if (!tree->root) {
 		/* Fast path, the uncontended case: the request is the tree. */
 		lock->rb_left = lock->rb_right = NULL;
@@ -506,6 +551,7 @@ static void remove_request(struct range_lock_tree *tree, struct range_lock *lock
 	struct range_lock *n;
 
 	tree->nr_requests--;
+	tree->nr_writers -= !reader;
 	if (lock == tree->root && !lock->rb_left && !lock->rb_right) {
 		/* Fast path: the last request leaves; nobody to release. */
 		tree->root = tree->leftmost = NULL;
@@ -529,7 +575,10 @@ static void remove_request(struct range_lock_tree *tree, struct range_lock *lock
 static inline void tree_unlock(struct range_lock_tree *tree)
 {
 	rl_check_tree(tree);
-	tree_lock_release(tree_lock_word(tree), tree->root != NULL);
+	/* While fast reads are allowed the word is never 0, so that no lone
+	 * writer takes the tree through the lock word past fast readers. */
+	tree_lock_release(tree_lock_word(tree),
+			  tree->root != NULL || (tree_flags(tree) & RL_TREE_BIASED));
 }
 
 /*
@@ -574,6 +623,75 @@ static inline bool fast_path_allowed(struct range_lock_tree *tree)
 	(void)tree;
 	return true;
 #endif
+}
+
+/* ---- the reader fast path's tree side (fast_read.h) ------------------ */
+
+/*
+ * How many reads through tree_lock, with no writer in the tree, before fast
+ * reads are allowed again after a writer: a revocation scans every slot
+ * ever used, so the delay grows with them; a tree that sees a writer more
+ * often than that stays on the tree path (every writer entry restarts the
+ * count).
+ */
+static inline uint32_t bias_delay(void)
+{
+	uint32_t d = RL_BIAS_DELAY + atomic_load_explicit(&rl_slots_used, memory_order_relaxed);
+
+	return d < 0xffffu ? d : 0xffffu;
+}
+
+/* Under tree_lock: a revoker moves a fast reader into the tree, as the held
+ * reader it is.  The tree has no writer (BIASED was set until now), so no
+ * request conflicts with it and no blocking count changes; the next seqnum
+ * keeps the invariant trivially true. */
+static void materialise(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	insert_request(tree, lock, true, 0, tree->seqnum++);
+}
+
+/*
+ * Under tree_lock, before anything that must see every holder (a writer's
+ * entry, statistics, the dump, destroy, the setters): stop fast reads and
+ * move the published fast readers into the tree (the revoker's side of the
+ * handshake: clear BIASED, full fence, scan).  Also restarts the delay.
+ */
+static void revoke_fast_readers(struct range_lock_tree *tree)
+{
+	uint32_t f = tree_flags(tree), delay = bias_delay() << RL_TREE_DELAY_SHIFT;
+
+	if (!(f & RL_TREE_BIASED)) {
+		if ((f & ~(RL_TREE_DELAY_ONE - 1)) != delay)
+			tree_flags_store(tree, (f & (RL_TREE_DELAY_ONE - 1)) | delay);
+		return;
+	}
+	f = (f & (RL_TREE_DELAY_ONE - 1) & ~RL_TREE_BIASED) | delay;
+	__atomic_store_n(&tree->flags, f, __ATOMIC_SEQ_CST);
+	rl_take_published(tree, materialise);
+}
+
+/*
+ * Under tree_lock, in the read slow path: allow fast reads again once the
+ * delay has passed with no writer in the tree.  Never with statistics (they
+ * count in the tree), a file binding (the second level is taken per
+ * request), in the checking mode (it checks every request in the tree) or
+ * when the user turned it off.
+ */
+static inline void maybe_bias(struct range_lock_tree *tree)
+{
+	uint32_t f = tree_flags(tree);
+
+	if ((f & (RL_TREE_BIASED | RANGE_LOCK_TREE_FLAG_NO_FAST_READ)) ||
+	    tree->nr_writers || tree->stats || tree->file || !fast_path_allowed(tree))
+		return;
+	if (f >= RL_TREE_DELAY_ONE) {
+		tree_flags_store(tree, f - RL_TREE_DELAY_ONE);
+		return;
+	}
+	/* Release: a fast reader that sees the bit sees everything that
+	 * happened under tree_lock before (the last writer's unlock). */
+	rl_hb_release(&tree->flags); /* annotate.h, edge 10 */
+	__atomic_store_n(&tree->flags, f | RL_TREE_BIASED, __ATOMIC_RELEASE);
 }
 
 /* ---- waiting time ---------------------------------------------------- */
@@ -975,6 +1093,20 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 	check_args(call, tree, lock);
 	if (is_linked(lock))
 		die(call, lock, ALREADY_IN_TREE);
+	if (reader && (tree_flags(tree) & RL_TREE_BIASED)) {
+		/* The reader fast path (fast_read.h): no tree, no tree_lock. */
+		enum fast_read r = fast_read_acquire(tree, lock);
+
+		if (__builtin_expect(r == FAST_READ_HELD, 1))
+			return true;
+		if (r == FAST_READ_MATERIALISED) {
+			/* Held in the tree once the revoker that took us
+			 * drops tree_lock: wait for it. */
+			tree_lock(tree);
+			tree_unlock(tree);
+			return true;
+		}
+	}
 	lock->owner_tid = rl_thread_id();
 	if (fast_path_allowed(tree)) {
 		/*
@@ -1034,6 +1166,10 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 
 	if (enter(call, tree, lock, reader))
 		return 0; /* fast held */
+	if (reader)
+		maybe_bias(tree);
+	else
+		revoke_fast_readers(tree);
 	scan_entry(tree, lock, reader, false, &scan);
 	if (scan.blockers) {
 		if (w->kind == WAIT_TIMED && scan.must_wait &&
@@ -1274,6 +1410,11 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 		return 1; /* fast held */
 	struct entry_scan scan;
 
+	if (reader)
+		maybe_bias(tree);
+	else
+		revoke_fast_readers(tree);
+
 	st = tree->stats;
 	/* Granted exactly when a lock call would be held at once (POLICY
 	 * rule 3): in a FIFO tree when nothing conflicts, in the default
@@ -1348,8 +1489,20 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
 	struct range_lock_stats *st;
 
+	uint32_t owner = lock ? lock->owner_tid : 0;
+
 	check_args(call, tree, lock);
-	if (tree_fast_release(tree_lock_word(tree), fast_value(lock, reader))) {
+	if (owner & RL_SLOT_TAG) {
+		/* It took a slot (fast_read.h): still published there, or
+		 * materialised into the tree by a revoker. */
+		if (!reader)
+			die(call, lock, "range is held for reading, not writing");
+		if (fast_read_release(tree, owner)) {
+			lock->rb_parent_flags = 0;
+			lock->owner_tid = 0;
+			return;
+		}
+	} else if (tree_fast_release(tree_lock_word(tree), fast_value(lock, reader))) {
 		/* Ours alone again (nobody displaced it): not in a tree. */
 		lock->rb_parent_flags = 0;
 		return;
@@ -1357,6 +1510,10 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 	wl.n = 0;
 	tree_lock(tree);
 	check_held(call, tree, lock, reader);
+	if (owner & RL_SLOT_TAG) { /* materialised: give the slot back */
+		rl_slot_unmaterialise(tree, owner);
+		lock->owner_tid = 0;
+	}
 	rl_check_released(tree, lock);
 	st = tree->stats;
 	if (st)
@@ -1407,6 +1564,7 @@ void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock
 	tree_lock(tree);
 	check_held("range_downgrade_write", tree, lock, false);
 	lock->rb_parent_flags |= RL_READER;
+	tree->nr_writers--;
 	/* Later readers counted us as a writer; as a reader we no longer
 	 * conflict with them.  Later writers still wait for us. */
 	if (tree->nr_waiting) {
@@ -1435,6 +1593,7 @@ int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo)
 	if (!tree)
 		die("range_lock_tree_set_fifo", NULL, "NULL tree");
 	tree_lock(tree);
+	revoke_fast_readers(tree); /* fast readers are requests too */
 	busy = tree->root != NULL;
 	if (!busy) {
 		if (fifo)
@@ -1451,6 +1610,7 @@ int range_lock_tree_set_fast_read(struct range_lock_tree *tree, int on)
 	if (!tree)
 		die("range_lock_tree_set_fast_read", NULL, "NULL tree");
 	tree_lock(tree);
+	revoke_fast_readers(tree);
 	if (on)
 		tree_flags_store(tree, tree->flags & ~RANGE_LOCK_TREE_FLAG_NO_FAST_READ);
 	else
@@ -1467,6 +1627,7 @@ int range_lock_tree_destroy(struct range_lock_tree *tree)
 	if (!tree)
 		die("range_lock_tree_destroy", NULL, "NULL tree");
 	tree_lock(tree);
+	revoke_fast_readers(tree); /* a fast reader makes the tree busy */
 	busy = tree->root != NULL;
 	if (!busy) { /* a bound tree is unbound: its description closed */
 		f = tree->file;
@@ -1489,6 +1650,7 @@ int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
 	if (r)
 		return r;
 	tree_lock(tree);
+	revoke_fast_readers(tree); /* and bound trees never read fast */
 	if (tree->root) {
 		tree_unlock(tree);
 		rl_file_free(f);
@@ -1569,6 +1731,8 @@ int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 	if (tree->stats && tree->stats != storage) {
 		r = -EBUSY;
 	} else if (!tree->stats) {
+		/* Statistics count in the tree: no fast reads from now on. */
+		revoke_fast_readers(tree);
 		/* Atomics without tree_lock (waiters' wait times, readers
 		 * of the pointer): Valgrind's tools must not check them. */
 		rl_race_ok(storage, sizeof(*storage));
@@ -1619,7 +1783,7 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 {
 	const struct range_lock *n;
 	uint32_t word;
-
+	char who[24];
 	int oldstate;
 
 	if (!tree || !out)
@@ -1628,16 +1792,22 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 	 * tree_lock. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
 	tree_lock(tree);
+	revoke_fast_readers(tree); /* fast readers are shown as the held readers they are */
 	fprintf(out, "range_lock_tree %p: %u request(s), next seqnum %llu\n",
 		(void *)tree, tree->nr_requests, (unsigned long long)tree->seqnum);
 	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
 		word = atomic_load_explicit(wait_word((struct range_lock *)n),
 					    memory_order_relaxed);
-		fprintf(out, "  [%llu, %llu] %s %s seq=%llu blocking=%u tid=%u%s\n",
+		/* A reader taken from its slot knows its slot, not its thread. */
+		if (n->owner_tid & RL_SLOT_TAG)
+			snprintf(who, sizeof(who), "slot=%u", n->owner_tid & ~RL_SLOT_TAG);
+		else
+			snprintf(who, sizeof(who), "tid=%u", n->owner_tid);
+		fprintf(out, "  [%llu, %llu] %s %s seq=%llu blocking=%u %s%s\n",
 			(unsigned long long)n->start, (unsigned long long)n->last,
 			is_reader(n) ? "read " : "write",
 			word == 0 ? "held    " : word == ELIGIBLE ? "eligible" : "waiting ",
-			(unsigned long long)n->seqnum, blockers_of(word), n->owner_tid,
+			(unsigned long long)n->seqnum, blockers_of(word), who,
 			(word & HANDOFF) ? " handoff" : "");
 	}
 	tree_unlock(tree);

@@ -33,6 +33,22 @@
  *    matters more than throughput with more threads than CPUs (the default
  *    policy is several times faster there: README, "Performance").
  *
+ * Fast reads (both policies; range_lock_tree_set_fast_read() turns them
+ * off for a tree): while no writer uses a tree, a read lock does not enter
+ * the tree.  The reader publishes its range in its thread's slot of a
+ * process-wide table (512 slots of 128 bytes, 64 KiB of zero pages until
+ * threads use them) and unpublishes it at unlock, so readers write no
+ * cache line another thread writes.  The first writer to come (any write
+ * call, trylock included) moves the published readers of that tree into
+ * the tree, as the held readers they are, and waits only for those whose
+ * ranges it intersects; the tree's reads go through the tree from then on,
+ * and turn fast again after a few dozen reads with no writer in the tree.
+ * So no reader reads fast past a waiting writer, in either policy, and
+ * the guarantees below hold for fast reads as for any other.  Trees with
+ * statistics enabled or bound to a file, and the checking mode, never read
+ * fast.  A thread uses one slot (claimed at its first fast read, freed when
+ * it exits); a second read it holds at the same time goes through the tree.
+ *
  * Two objects:
  *  - struct range_lock_tree: the lock of the whole resource (64 bytes; 48
  *    with 32-bit pointers);
@@ -97,10 +113,15 @@
  *    share ranges between processes, bind each process's tree to the same
  *    file with range_lock_tree_set_file(): the ranges it grants are then
  *    also OFD locks on the file's bytes, which other processes respect.
+ *  - Threads that exit: a range a thread holds stays held when it exits
+ *    (fast reads too), until some thread unlocks its request; nothing is
+ *    released automatically, which would break exclusion.
  *  - fork(): as for pthread locks, a child process may use a tree only if no
  *    other thread of the parent held or waited on it at the time of the fork
  *    (its requests would stay in the child's tree forever).  fork-then-exec
- *    is always fine.  Trees are private to one process.
+ *    is always fine.  Trees are private to one process.  The child's copy of
+ *    the fast-read table keeps the forking thread's slot and frees the
+ *    others' (their holds stay held), so the child's trees read fast too.
  */
 #ifndef RANGELOCK_RANGELOCK_H
 #define RANGELOCK_RANGELOCK_H
@@ -173,8 +194,8 @@ struct RANGELOCK_ALIGN8 range_lock {
 	uint64_t last;                /* last unit (inclusive) */
 	uint64_t subtree_last;        /* largest @last in this subtree */
 	uint64_t seqnum;              /* precedence order in the tree */
-	uint32_t wait_word;           /* blocking count << 1 | sleeping (futex) */
-	uint32_t owner_tid;           /* thread that made the request */
+	uint32_t wait_word;           /* blocking count << 2 | flags (futex) */
+	uint32_t owner_tid;           /* thread that made it, or its read slot */
 };
 
 struct range_lock_file; /* private: a tree's second level (file_lock.c) */
@@ -329,6 +350,8 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
 /**
  * range_lock_tree_destroy() - check that a tree is unused before freeing it.
  * @tree: the tree.
+ *
+ * Fast reads are requests too: a fast reader makes the tree busy.
  *
  * Return: 0 when no request is held or waiting (the tree may then be freed or
  * re-initialised; a tree bound to a file is unbound and its private open file
@@ -554,6 +577,9 @@ struct RANGELOCK_ALIGN8 range_lock_stats {
  *
  * The tree itself stays 64 bytes; the counters live in memory you provide.
  * Counting starts from the requests present now (held_now, waiting_now).
+ * Statistics count in the tree: the tree's fast reads stop (the fast
+ * readers present are moved into the tree and counted) and do not resume
+ * while statistics are enabled.
  *
  * Return: 0, or -EINVAL if @storage is NULL, or -EBUSY if statistics are
  * already enabled with other storage.
@@ -580,7 +606,9 @@ RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
  * range_lock_tree_dump() - print every request in the tree, in start order.
  *
  * One line per request: range, mode, held or waiting, seqnum, blocking count
- * and the kernel thread id that made it.  Safe at any time; it holds the
+ * and the kernel thread id that made it ("slot=N" instead for a fast read,
+ * which knows its slot, not its thread).  Fast readers are moved into the
+ * tree first, so they are shown too.  Safe at any time; it holds the
  * internal lock while it prints, so do not dump to a pipe nobody reads.
  */
 RANGELOCK_API void range_lock_tree_dump(struct range_lock_tree *tree,

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader fast path's slot table: claiming a slot, giving it up when
+ * the thread exits or after fork(), and the revoker's scan.  The protocol
+ * is described in fast_read.h; the hot paths are inline there.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "fast_read.h"
+
+struct rl_slot rl_slots[RL_SLOTS];
+_Atomic uint32_t rl_slots_used;
+_Thread_local struct rl_slot *rl_my_slot __attribute__((tls_model("initial-exec")));
+
+/* A thread that found the table full looks again only after this many of
+ * its fast-read attempts: a full table must not cost a 512-slot scan per
+ * read. */
+#define CLAIM_RETRY 4096
+static _Thread_local uint32_t claim_backoff __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t slot_key;
+static pthread_once_t slot_key_once = PTHREAD_ONCE_INIT;
+
+/* Set ORPHAN on a published or materialised slot, or free an idle one. */
+static void orphan_slot(struct rl_slot *s)
+{
+	uintptr_t v = atomic_load_explicit(&s->state, memory_order_relaxed);
+
+	for (;;) {
+		uintptr_t to;
+
+		if (v == SLOT_FREE || (v != SLOT_IDLE && (v & SLOT_ORPHAN)))
+			return;
+		to = v == SLOT_IDLE ? SLOT_FREE : v | SLOT_ORPHAN;
+		if (atomic_compare_exchange_weak_explicit(&s->state, &v, to,
+							  memory_order_release,
+							  memory_order_relaxed))
+			return;
+	}
+}
+
+/* pthread key destructor: the thread exits. */
+static void slot_thread_exit(void *arg)
+{
+	orphan_slot(arg);
+	rl_my_slot = NULL;
+}
+
+static void make_slot_key(void)
+{
+	if (pthread_key_create(&slot_key, slot_thread_exit))
+		slot_key = (pthread_key_t)-1; /* no destructor: the slot leaks */
+}
+
+struct rl_slot *rl_claim_slot(void)
+{
+	uint32_t i, used;
+
+	if (claim_backoff) {
+		claim_backoff--;
+		return NULL;
+	}
+	pthread_once(&slot_key_once, make_slot_key);
+	for (i = 0; i < RL_SLOTS; i++) {
+		struct rl_slot *s = &rl_slots[i];
+		uintptr_t v = SLOT_FREE;
+
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_FREE ||
+		    !atomic_compare_exchange_strong_explicit(&s->state, &v, SLOT_IDLE,
+							     memory_order_relaxed,
+							     memory_order_relaxed))
+			continue;
+		/* Valgrind's tools: every field is an atomic shared with
+		 * revokers. */
+		rl_race_ok(s, sizeof(*s));
+		/* Visible to revokers before anything is published here: the
+		 * publication is a later seq_cst operation of this thread. */
+		used = atomic_load_explicit(&rl_slots_used, memory_order_relaxed);
+		while (used < i + 1 &&
+		       !atomic_compare_exchange_weak_explicit(&rl_slots_used, &used, i + 1,
+							      memory_order_seq_cst,
+							      memory_order_relaxed))
+			;
+		if (slot_key != (pthread_key_t)-1)
+			pthread_setspecific(slot_key, s);
+		rl_my_slot = s;
+		return s;
+	}
+	claim_backoff = CLAIM_RETRY;
+	return NULL;
+}
+
+unsigned rl_take_published(struct range_lock_tree *tree,
+			   void (*materialise)(struct range_lock_tree *, struct range_lock *))
+{
+	uintptr_t pub = (uintptr_t)tree | SLOT_PUB;
+	uint32_t n = atomic_load_explicit(&rl_slots_used, memory_order_seq_cst);
+	unsigned taken = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct rl_slot *s = &rl_slots[i];
+		uintptr_t v = atomic_load_explicit(&s->state, memory_order_seq_cst);
+
+		if ((v & ~SLOT_ORPHAN) != pub)
+			continue;
+		/* Win the slot first; only then is the request ours to touch
+		 * (acquire: the owner's writes before it published). */
+		if (!atomic_compare_exchange_strong_explicit(
+			    &s->state, &v, (v & SLOT_ORPHAN) | (uintptr_t)tree | SLOT_MAT,
+			    memory_order_acquire, memory_order_relaxed))
+			continue; /* released or backed out meanwhile */
+		rl_hb_acquire(&s->state); /* annotate.h, edge 9 */
+		materialise(tree, atomic_load_explicit(&s->req, memory_order_relaxed));
+		taken++;
+	}
+	/* The critical sections of the fast readers that released before
+	 * the scan read their slots (annotate.h, edge 11). */
+	rl_hb_acquire(&tree->nr_writers);
+	return taken;
+}
+
+void rl_slot_unmaterialise(struct range_lock_tree *tree, uint32_t owner_tid)
+{
+	struct rl_slot *s = slot_of(owner_tid);
+	uintptr_t mat = (uintptr_t)tree | SLOT_MAT;
+	uintptr_t v = atomic_load_explicit(&s->state, memory_order_relaxed);
+
+	/* Only ORPHAN can be added meanwhile (the owner thread exits). */
+	while (!atomic_compare_exchange_weak_explicit(
+		       &s->state, &v, v == mat ? SLOT_IDLE : SLOT_FREE,
+		       memory_order_release, memory_order_relaxed))
+		;
+}
+
+/* The child of fork() has one thread: the other threads' slots are
+ * orphans (their holds stay held, as the fork rule of the header says). */
+static void slots_after_fork(void)
+{
+	uint32_t n = atomic_load_explicit(&rl_slots_used, memory_order_relaxed);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (&rl_slots[i] != rl_my_slot)
+			orphan_slot(&rl_slots[i]);
+	claim_backoff = 0;
+}
+
+__attribute__((constructor)) static void slots_atfork(void)
+{
+	pthread_atfork(NULL, NULL, slots_after_fork);
+}
+
+int rl_test_fast_read_biased(struct range_lock_tree *tree)
+{
+	return (__atomic_load_n(&tree->flags, __ATOMIC_RELAXED) &
+		RL_TREE_BIASED) != 0;
+}
+
+int rl_test_fast_readers(struct range_lock_tree *tree)
+{
+	uintptr_t pub = (uintptr_t)tree | SLOT_PUB;
+	uint32_t n = atomic_load_explicit(&rl_slots_used, memory_order_acquire);
+	int count = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if ((atomic_load_explicit(&rl_slots[i].state, memory_order_acquire) &
+		     ~SLOT_ORPHAN) == pub)
+			count++;
+	return count;
+}

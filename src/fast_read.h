@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader fast path (issue 13): readers that do not serialise.
+ *
+ * While no writer uses a tree, a reader does not enter the tree: it
+ * publishes its request in its thread's SLOT of a process-wide table, and
+ * unpublishes it at unlock.  Both touch only the slot's cache line, which no
+ * other thread writes while the slot is in use: readers of one tree scale
+ * with the cores instead of taking turns on the tree's internal lock.
+ *
+ * THE TABLE.  RL_SLOTS slots, one 128-byte line each (two lines: adjacent
+ * lines are prefetched in pairs).  A thread claims one slot the first time
+ * it reads fast (CAS FREE -> IDLE, lowest free index first) and keeps it
+ * until it exits.  rl_slots_used is the high-water mark of claimed indexes:
+ * a revocation scans slots [0, rl_slots_used) only, so its cost is bounded
+ * by the number of threads that ever read fast at the same time, not by
+ * the table.  A thread that finds no free slot reads through the tree.
+ *
+ * A SLOT'S STATE WORD (every write is an atomic read-modify-write, so that a
+ * revoker's acquire load of any later value synchronises with the release
+ * that ended a fast hold: RMWs continue a release sequence):
+ *   FREE              no owner thread
+ *   IDLE              owned by a thread (its rl_my_slot), nothing published
+ *   tree | PUB        a reader of @tree holds its range through this slot
+ *   tree | MAT        a revoker of @tree took the slot (CAS from PUB) and
+ *                     moved the request into the tree as a held reader
+ *                     ("materialised" it); the request keeps the slot until
+ *                     its unlock, which frees it under tree_lock
+ *   ... | ORPHAN      PUB or MAT whose owner thread has exited (or, in the
+ *                     child of fork(), is another thread of the parent): the
+ *                     unlock makes the slot FREE instead of IDLE.  A hold is
+ *                     never released because its thread died.
+ * Only the slot's request, through its unlock, moves PUB -> IDLE/FREE; only a
+ * revoker holding @tree's internal lock moves PUB -> MAT; only an unlock
+ * holding @tree's internal lock moves MAT -> IDLE/FREE; only the owner
+ * thread moves IDLE -> PUB and IDLE -> FREE (at exit); ORPHAN is added by
+ * the exiting thread or the fork child.  So a request that published in a
+ * slot owns it until its unlock: no ABA.
+ *
+ * The slot's other fields (req, start, last) are written by the owner
+ * thread before it publishes and never while published.  A revoker reads
+ * the request pointer only after winning the slot's CAS: a writer never
+ * touches a reader's request or stack before the reader has lost it.
+ *
+ * THE REQUEST.  A fast-held request is in no tree: its owner_tid holds
+ * RL_SLOT_TAG | slot index (so that any thread can find the slot at unlock,
+ * as the header allows; the materialiser never writes owner_tid) and its
+ * flags RL_READER | RL_LINKED (so that locking it again aborts, as for the
+ * lock word's fast holder).
+ *
+ * THE HANDSHAKE (the Dekker pattern; docs/design.md, "The reader fast
+ * path's fences", and tests/model/handshake_wm.pml, which has store buffers):
+ *   reader: publish (exchange, seq_cst) ; check the tree's BIASED bit (load,
+ *           seq_cst); set: held; clear: back out (CAS PUB -> IDLE), and if a
+ *           revoker won the CAS meanwhile, it is held through the tree.
+ *   revoker (under tree_lock): clear BIASED (store, seq_cst) ; scan the
+ *           slots (loads, seq_cst) ; materialise each PUB of this tree.
+ * C11's single total order over seq_cst operations makes at least one side
+ * see the other: every reader that saw BIASED set is found by the scan.
+ */
+#ifndef RANGELOCK_FAST_READ_H
+#define RANGELOCK_FAST_READ_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rangelock/rangelock.h>
+
+#include "annotate.h"
+#include "interval_tree.h"
+
+#define RL_SLOTS 512u
+
+#define SLOT_FREE   ((uintptr_t)0)
+#define SLOT_IDLE   ((uintptr_t)1)
+#define SLOT_ORPHAN ((uintptr_t)1) /* with PUB or MAT */
+#define SLOT_PUB    ((uintptr_t)2)
+#define SLOT_MAT    ((uintptr_t)4)
+
+/* owner_tid of a request that took (or was materialised from) a slot.
+ * Linux thread ids stay below 2^22 (PID_MAX_LIMIT). */
+#define RL_SLOT_TAG 0x80000000u
+
+/* Private bits of struct range_lock_tree.flags (the public ones are
+ * RANGE_LOCK_TREE_FLAG_FIFO and _NO_FAST_READ). */
+#define RL_TREE_BIASED      4u	/* fast reads allowed now */
+#define RL_TREE_DELAY_SHIFT 16	/* bits 16..31: slow reads left before biasing */
+#define RL_TREE_DELAY_ONE   (1u << RL_TREE_DELAY_SHIFT)
+
+struct rl_slot {
+	_Atomic uintptr_t state;
+	_Atomic(struct range_lock *) req;
+	_Atomic uint64_t start;
+	_Atomic uint64_t last;
+} __attribute__((aligned(128)));
+
+#define RL_HIDDEN __attribute__((visibility("hidden")))
+
+extern struct rl_slot rl_slots[RL_SLOTS] RL_HIDDEN;
+extern _Atomic uint32_t rl_slots_used RL_HIDDEN;
+extern _Thread_local struct rl_slot *rl_my_slot
+	__attribute__((tls_model("initial-exec"))) RL_HIDDEN;
+
+/* Claim a slot for this thread (first fast read); NULL if none is free. */
+RL_HIDDEN struct rl_slot *rl_claim_slot(void);
+
+/* Under @tree's internal lock, BIASED just cleared: take every slot
+ * published for @tree and hand its request to @materialise.  Returns how
+ * many there were. */
+RL_HIDDEN unsigned rl_take_published(struct range_lock_tree *tree,
+				     void (*materialise)(struct range_lock_tree *,
+							 struct range_lock *));
+
+/* Under @tree's internal lock: the unlock of a materialised request gives
+ * its slot back (IDLE, or FREE if orphaned). */
+RL_HIDDEN void rl_slot_unmaterialise(struct range_lock_tree *tree, uint32_t owner_tid);
+
+/* Test hooks (static test builds): is @tree biased; how many slots hold a
+ * published, not materialised, fast read of @tree. */
+RL_HIDDEN int rl_test_fast_read_biased(struct range_lock_tree *tree);
+RL_HIDDEN int rl_test_fast_readers(struct range_lock_tree *tree);
+
+static inline struct rl_slot *slot_of(uint32_t owner_tid)
+{
+	return &rl_slots[owner_tid & ~RL_SLOT_TAG];
+}
+
+enum fast_read { FAST_READ_NO, FAST_READ_HELD, FAST_READ_MATERIALISED };
+
+/*
+ * The reader's side of the handshake; the caller has seen BIASED set (a
+ * relaxed look, to skip all this on unbiased trees).  FAST_READ_HELD: the
+ * request holds its range through the slot.  FAST_READ_MATERIALISED: a
+ * revoker took it into the tree while it backed out; it holds its range
+ * there once the revoker drops tree_lock (the caller waits for that).
+ * FAST_READ_NO: nothing published; go the usual way.
+ */
+static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
+					       struct range_lock *lock)
+{
+	struct rl_slot *s = rl_my_slot;
+	uintptr_t pub = (uintptr_t)tree | SLOT_PUB;
+
+	if (__builtin_expect(!s, 0) && !(s = rl_claim_slot()))
+		return FAST_READ_NO;
+	if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_IDLE)
+		return FAST_READ_NO; /* this thread already reads fast there */
+	lock->owner_tid = RL_SLOT_TAG | (uint32_t)(s - rl_slots);
+	lock->rb_parent_flags = RL_READER | RL_LINKED;
+	atomic_store_explicit(&s->req, lock, memory_order_relaxed);
+	atomic_store_explicit(&s->start, lock->start, memory_order_relaxed);
+	atomic_store_explicit(&s->last, lock->last, memory_order_relaxed);
+
+	/* Publish (release: a revoker that wins the slot sees the fields
+	 * above), then the full fence of the handshake. */
+	rl_hb_release(&s->state); /* annotate.h, edge 9 */
+	atomic_exchange_explicit(&s->state, pub, memory_order_seq_cst);
+	if (__builtin_expect(__atomic_load_n(&tree->flags, __ATOMIC_SEQ_CST) &
+			     RL_TREE_BIASED, 1)) {
+		rl_hb_acquire(&tree->flags); /* edge 10: whoever set BIASED */
+		return FAST_READ_HELD;
+	}
+	/* A revoker cleared BIASED: back out, unless it took us already. */
+	if (atomic_compare_exchange_strong_explicit(&s->state, &pub, SLOT_IDLE,
+						    memory_order_relaxed,
+						    memory_order_relaxed))
+		return FAST_READ_NO;
+	return FAST_READ_MATERIALISED;
+}
+
+/*
+ * Unlock of a request that took a slot (owner_tid has RL_SLOT_TAG): true
+ * when it was still published and is released now; false when a revoker
+ * materialised it (the caller unlocks through the tree and calls
+ * rl_slot_unmaterialise()).
+ */
+static inline bool fast_read_release(struct range_lock_tree *tree, uint32_t owner_tid)
+{
+	struct rl_slot *s = slot_of(owner_tid);
+	uintptr_t pub = (uintptr_t)tree | SLOT_PUB, v = pub;
+
+	/* Release: our critical section happens before the next revoker's
+	 * scan, which reads this value or a later one (edge 11). */
+	if (rl_tools_on() && atomic_load_explicit(&s->state, memory_order_relaxed) == pub)
+		rl_hb_release(&tree->nr_writers);
+	if (atomic_compare_exchange_strong_explicit(&s->state, &v, SLOT_IDLE,
+						    memory_order_release,
+						    memory_order_relaxed))
+		return true;
+	/* Our thread has exited meanwhile: the slot is nobody's now. */
+	if (v == (pub | SLOT_ORPHAN)) {
+		rl_hb_release(&tree->nr_writers);
+		if (atomic_compare_exchange_strong_explicit(&s->state, &v, SLOT_FREE,
+							    memory_order_release,
+							    memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+#endif /* RANGELOCK_FAST_READ_H */
