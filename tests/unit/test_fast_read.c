@@ -325,13 +325,14 @@ static struct {
 static void *race_reader(void *arg)
 {
 	struct range_lock r;
-	long x, y, fast = 0, n = 0;
+	long x, y, n = 0;
 
 	(void)arg;
 	while (!atomic_load(&race.stop)) {
 		range_lock_init(&r, 0, 63);
 		range_read_lock(&race.tree, &r);
-		fast += held_fast(&r);
+		if (held_fast(&r)) /* live: the writer waits for some */
+			atomic_fetch_add_explicit(&race.fast_reads, 1, memory_order_relaxed);
 		atomic_fetch_add(&race.readers_in, 1);
 		if (atomic_load(&race.writers_in))
 			atomic_fetch_add(&race.violations, 1);
@@ -345,7 +346,6 @@ static void *race_reader(void *arg)
 		range_read_unlock(&race.tree, &r);
 		n++;
 	}
-	atomic_fetch_add(&race.fast_reads, fast);
 	atomic_fetch_add(&race.reads, n);
 	return NULL;
 }
@@ -384,14 +384,26 @@ static void *race_writer(void *arg)
 {
 	struct race_writer_result *res = arg;
 	struct range_lock w;
-	uint64_t end = mono_ns() + 1500000000ull;
+	uint64_t end = mono_ns() + 1500000000ull, limit = mono_ns() + 5000000000ull;
 
-	for (long i = 1; i <= 4000 && mono_ns() < end; i++) {
+	/* At least 4000 write calls, or 1.5 s; and on until the readers made
+	 * 1000 fast reads (a busy machine may not run them at first), 5 s
+	 * at most. */
+	for (long i = 1; ((i <= 4000 && mono_ns() < end) ||
+			  atomic_load(&race.fast_reads) < 1000) && mono_ns() < limit; i++) {
+		long f0;
+
 		if (race.sleepy)
 			usleep(20); /* its wake-up preempts a reader anywhere */
 		/* Bias the tree again (the readers alone take milliseconds:
 		 * they must meet in the slow path to count down the delay). */
 		res->revoked += bias(&race.tree);
+		/* Give the readers a moment in the biased tree (50 us, or until
+		 * one reads fast). */
+		f0 = atomic_load(&race.fast_reads);
+		for (uint64_t t0 = mono_ns(); atomic_load(&race.fast_reads) == f0 &&
+		     mono_ns() - t0 < 50000;)
+			;
 		res->writes++;
 		if (i % 8 == 0) {
 			range_lock_init(&w, 32, 40);
