@@ -2111,8 +2111,13 @@ int main(int argc, char **argv)
 		printf("Fast reads: %" PRIu64 " of %" PRIu64 " read holds;"
 		       " unlocked by another thread: %" PRIu64 "\n",
 		       SUM(fast_reads), sum_mode(false).total, SUM(xunlocks));
-		if (opt.expect_fast_reads && !SUM(fast_reads))
+		/* A machine too busy for 1000 read holds proves nothing. */
+		if (opt.expect_fast_reads && !SUM(fast_reads) &&
+		    sum_mode(false).total >= 1000)
 			error("--expect-fast-reads: no read hold took the fast path");
+		else if (opt.expect_fast_reads && !SUM(fast_reads))
+			printf("--expect-fast-reads: not judged (fewer than 1000"
+			       " read holds)\n");
 		if (opt.stats == STATS_START && SUM(fast_reads))
 			error("%" PRIu64 " fast read(s) on a tree with statistics on"
 			      " (they must all go through the tree)", SUM(fast_reads));
