@@ -29,11 +29,13 @@ tsan)
 		[ $rc = 0 ] || fail "exit $rc: ThreadSanitizer reported a correct program"
 		echo "$out" | grep -q ThreadSanitizer && fail "ThreadSanitizer output on a correct program"
 	else
-		[ $rc = 66 ] || fail "exit $rc: the deliberate race was not reported"
+		[ $rc = 66 ] || fail "exit $rc: the deliberate races were not reported"
 		echo "$out" | grep -q "WARNING: ThreadSanitizer: data race" || fail "no race report"
-		echo "$out" | grep -q race_here || fail "the report is not about race_here()"
+		echo "$out" | grep -q " race_here" || fail "no report about race_here()"
+		echo "$out" | grep -q fast_race_here ||
+			fail "no report about fast_race_here(): fast readers ordered each other"
 		n=$(echo "$out" | grep -c "WARNING: ThreadSanitizer")
-		[ "$n" = 1 ] || fail "$n reports, want exactly the one deliberate race"
+		[ "$n" = 2 ] || fail "$n reports, want exactly the two deliberate races"
 	fi
 	echo "$out" | grep -q "tools_prog: ok" || fail "wrong counts"
 	;;
@@ -50,15 +52,22 @@ valgrind)
 		[ $rc = 0 ] || fail "exit $rc: $tool reported errors in a correct program"
 		echo "$out" | grep -q "ERROR SUMMARY: 0 errors" || fail "no clean summary"
 	else
-		[ $rc = 3 ] || fail "exit $rc: $tool missed the deliberate race"
-		# The one report must be about `unguarded` (Helgrind: "race
-		# ... at 0x10C0E0", DRD: "Conflicting store ... at 0x0010c0e0").
-		want=$(echo "$out" | sed -n 's/^tools_prog: unguarded = .* at \(0x[0-9a-f]*\)$/\1/p')
-		got=$(echo "$out" | sed -n 's/.*\(data race\|Conflicting\).* at \(0x[0-9a-fA-F]*\).*/\2/p' | head -1)
-		[ -n "$want" ] && [ -n "$got" ] && [ $((want)) = $((got)) ] ||
-			fail "the report (at $got) is not about unguarded (at $want)"
-		echo "$out" | grep -q "ERROR SUMMARY: 1 errors from 1 contexts" ||
-			fail "want exactly the one deliberate race"
+		[ $rc = 3 ] || fail "exit $rc: $tool missed the deliberate races"
+		# The two reports must be about `unguarded` and `fast_unguarded`
+		# (Helgrind: "race ... at 0x10C0E0", DRD: "Conflicting store ...
+		# at 0x0010c0e0"), one each.
+		got=$(echo "$out" | sed -n 's/.*\(data race\|Conflicting\).* at \(0x[0-9a-fA-F]*\).*/\2/p')
+		for var in unguarded fast_unguarded; do
+			want=$(echo "$out" | sed -n "s/^tools_prog: $var = .* at \(0x[0-9a-f]*\)\$/\1/p")
+			[ -n "$want" ] || fail "no address printed for $var"
+			hit=0
+			for g in $got; do
+				[ $((want)) = $((g)) ] && hit=$((hit + 1))
+			done
+			[ $hit = 1 ] || fail "$hit reports about $var (at $want), want 1; reports at: $got"
+		done
+		echo "$out" | grep -q "ERROR SUMMARY: 2 errors from 2 contexts" ||
+			fail "want exactly the two deliberate races"
 	fi
 	;;
 probes)

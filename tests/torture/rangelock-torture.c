@@ -119,6 +119,9 @@ static struct options {
 	bool verbose;
 	bool fifo;                 /* --policy=fifo: a strict-FIFO tree */
 	unsigned max_wait_ms;      /* a writer waiting longer fails; 0: off */
+	unsigned write_pause_us;   /* writers sleep this long between ops */
+	double xunlock_share;      /* percent of holds unlocked by another thread */
+	bool expect_fast_reads;    /* fail if no read hold was a fast one */
 } opt = {
 	.type = T_RANGE,
 	.readers = -1,
@@ -308,6 +311,13 @@ struct slot {
 	_Atomic uint64_t downgrades, long_holds;
 	_Atomic uint64_t by_call[NR_CALLS];
 	_Atomic uint64_t max_wait_ns;  /* longest lock call that got its range */
+	_Atomic uint64_t fast_reads;   /* read holds taken by the fast path */
+	_Atomic uint64_t xunlocks;     /* holds the unlocker thread released */
+	/* --xunlock: a hold handed to the unlocker thread, which unmarks
+	 * [x_a, x_b] and unlocks it, then clears x_req. */
+	_Atomic(struct range_lock *) x_req;
+	uint64_t x_a, x_b;
+	bool x_writer;
 };
 
 static struct slot *slots;
@@ -819,6 +829,48 @@ static void inject_hang(struct slot *s)
 		sleep_ns(1000000000ull);
 }
 
+/*
+ * --xunlock: the unlocker thread, not the locking one, unmarks and unlocks
+ * this hold (the header allows any thread to unlock a request).  The locking
+ * thread waits until it has, since the request lives on its stack.
+ */
+static atomic_bool xunlock_stop;
+
+static void unlock_elsewhere(struct slot *s, struct range_lock *rl, bool writer,
+			     uint64_t a, uint64_t b)
+{
+	s->x_a = a;
+	s->x_b = b;
+	s->x_writer = writer;
+	atomic_store(&s->x_req, rl);
+	while (atomic_load(&s->x_req))
+		sleep_ns(5000);
+}
+
+static void *unlocker_thread(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&xunlock_stop)) {
+		bool any = false;
+
+		for (int i = 0; i < nr_slots; i++) {
+			struct slot *s = &slots[i];
+			struct range_lock *rl = atomic_load(&s->x_req);
+
+			if (!rl)
+				continue;
+			shadow_leave(s->x_writer, s->x_a, s->x_b);
+			do_unlock(rl, s->x_writer);
+			INC(s->xunlocks);
+			atomic_store(&s->x_req, NULL);
+			any = true;
+		}
+		if (!any)
+			sleep_ns(20000);
+	}
+	return NULL;
+}
+
 static void one_op(struct slot *s, struct rng *r)
 {
 	struct range_lock rl;
@@ -865,6 +917,10 @@ static void one_op(struct slot *s, struct rng *r)
 		return;
 	}
 	INC(s->acquired);
+	/* A fast-held request's owner_tid is a slot tag (bit 31), never a
+	 * thread id (issue 13); read by its own thread, which wrote it. */
+	if (!writer && type_is_range() && (rl.owner_tid & 0x80000000u))
+		INC(s->fast_reads);
 	set_state(s, S_HOLDING);
 	shadow_enter(s, writer, a, b);
 	hold(s, r);
@@ -883,8 +939,12 @@ static void one_op(struct slot *s, struct rng *r)
 			range_read_unlock(&tree, &rl);
 	} else {
 		shadow_check(s, writer, a, b, "before unlock");
-		shadow_leave(writer, a, b);
-		do_unlock(&rl, writer);
+		if (type_is_range() && chance(r, opt.xunlock_share)) {
+			unlock_elsewhere(s, &rl, writer, a, b);
+		} else {
+			shadow_leave(writer, a, b);
+			do_unlock(&rl, writer);
+		}
 	}
 	set_state(s, S_IDLE);
 }
@@ -916,6 +976,8 @@ static void *worker(void *arg)
 		if (atomic_load(&stop))
 			break;
 		one_op(s, &r);
+		if (s->writer && opt.write_pause_us)
+			sleep_ns(opt.write_pause_us * 1000ull);
 		if (opt.calls[C_KILL])
 			cancellation_point(s);
 		/* locktorture's occasional sleep outside the lock */
@@ -1395,6 +1457,9 @@ static void usage(FILE *f)
 "  --verbose           per-thread counters at the end\n"
 "  --policy=P          default (eventual fairness) or fifo (strict arrival order)\n"
 "  --max-wait-ms=N     fail if a writer waits longer than N ms for its range\n"
+"  --write-pause-us=US writers sleep US between operations (read-mostly mixes)\n"
+"  --xunlock=P         percent of holds unlocked by another thread (0)\n"
+"  --expect-fast-reads fail if no read hold took the reader fast path\n"
 "  --help\n");
 }
 
@@ -1474,7 +1539,7 @@ static void parse_options(int argc, char **argv)
 		O_MAXLEN, O_FULL, O_LONG, O_LONGUS, O_HOLDUS, O_EMPTY, O_CALLS,
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
-		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT,
+		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST,
 	};
 	static const struct option longopts[] = {
 		{ "type", required_argument, 0, O_TYPE },
@@ -1507,6 +1572,9 @@ static void parse_options(int argc, char **argv)
 		{ "verbose", no_argument, 0, O_VERBOSE },
 		{ "policy", required_argument, 0, O_POLICY },
 		{ "max-wait-ms", required_argument, 0, O_MAXWAIT },
+		{ "write-pause-us", required_argument, 0, O_WPAUSE },
+		{ "xunlock", required_argument, 0, O_XUNLOCK },
+		{ "expect-fast-reads", no_argument, 0, O_EXPFAST },
 		{ "help", no_argument, 0, O_HELP },
 		{ 0, 0, 0, 0 },
 	};
@@ -1655,6 +1723,18 @@ static void parse_options(int argc, char **argv)
 			if (!parse_u64(optarg, &v) || v > UINT32_MAX)
 				bad_option(name, optarg);
 			opt.max_wait_ms = (unsigned)v;
+			break;
+		case O_WPAUSE:
+			if (!parse_u64(optarg, &v) || v > 1000000)
+				bad_option(name, optarg);
+			opt.write_pause_us = (unsigned)v;
+			break;
+		case O_XUNLOCK:
+			if (!parse_double(optarg, &opt.xunlock_share) || opt.xunlock_share > 100)
+				bad_option(name, optarg);
+			break;
+		case O_EXPFAST:
+			opt.expect_fast_reads = true;
 			break;
 		case O_HELP:
 		case 'h':
@@ -1839,8 +1919,9 @@ static void check_starvation(bool writer, double secs)
 
 int main(int argc, char **argv)
 {
-	pthread_t wd, stut, shuf, storm, canc;
+	pthread_t wd, stut, shuf, storm, canc, xunl;
 	bool have_stut = false, have_shuf = false, have_storm = false, have_canc = false;
+	bool have_xunl = false;
 	struct range_lock_stats st;
 	uint64_t t0, failures, stats_before = 0, stats_after = 0;
 	double secs;
@@ -1930,6 +2011,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	t0 = now_ns();
+	if (opt.xunlock_share > 0 && type_is_range() &&
+	    (rc = pthread_create(&xunl, NULL, unlocker_thread, NULL))) {
+		fprintf(stderr, "rangelock-torture: pthread_create: %s\n", strerror(rc));
+		return 2;
+	}
+	have_xunl = opt.xunlock_share > 0 && type_is_range();
 	for (int i = 0; i < nr_slots; i++) {
 		if ((rc = start_worker(&slots[i]))) {
 			error("pthread_create: %s", strerror(rc));
@@ -1990,6 +2077,9 @@ int main(int argc, char **argv)
 				      slot_name(s), s->id);
 		}
 	}
+	/* The unlocker last: a worker waits for it before it can end. */
+	atomic_store(&xunlock_stop, true);
+	join_helper(&xunl, have_xunl);
 	secs = (double)(now_ns() - t0) / 1e9;
 	atomic_store(&watchdog_done, true);
 	pthread_join(wd, NULL);
@@ -2017,6 +2107,21 @@ int main(int argc, char **argv)
 		}
 	}
 	print_calls();
+	if (type_is_range()) {
+		printf("Fast reads: %" PRIu64 " of %" PRIu64 " read holds;"
+		       " unlocked by another thread: %" PRIu64 "\n",
+		       SUM(fast_reads), sum_mode(false).total, SUM(xunlocks));
+		/* A machine too busy for 1000 read holds proves nothing. */
+		if (opt.expect_fast_reads && !SUM(fast_reads) &&
+		    sum_mode(false).total >= 1000)
+			error("--expect-fast-reads: no read hold took the fast path");
+		else if (opt.expect_fast_reads && !SUM(fast_reads))
+			printf("--expect-fast-reads: not judged (fewer than 1000"
+			       " read holds)\n");
+		if (opt.stats == STATS_START && SUM(fast_reads))
+			error("%" PRIu64 " fast read(s) on a tree with statistics on"
+			      " (they must all go through the tree)", SUM(fast_reads));
+	}
 	if (type_is_range()) {
 		bool stats_on = range_lock_tree_get_stats(&tree, &st) == 0;
 
