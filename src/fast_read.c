@@ -94,12 +94,11 @@ struct rl_slot *rl_claim_slot(void)
 	return NULL;
 }
 
-unsigned rl_take_published(struct range_lock_tree *tree,
+void rl_take_published(struct range_lock_tree *tree,
 			   void (*materialise)(struct range_lock_tree *, struct range_lock *))
 {
 	uintptr_t pub = (uintptr_t)tree | SLOT_PUB;
 	uint32_t n = atomic_load_explicit(&rl_slots_used, memory_order_seq_cst);
-	unsigned taken = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct rl_slot *s = &rl_slots[i];
@@ -121,7 +120,6 @@ unsigned rl_take_published(struct range_lock_tree *tree,
 				rl_hb_acquire(&s->state); /* annotate.h, edge 9 */
 				materialise(tree, atomic_load_explicit(&s->req,
 								       memory_order_relaxed));
-				taken++;
 				break;
 			}
 		}
@@ -129,7 +127,6 @@ unsigned rl_take_published(struct range_lock_tree *tree,
 	/* The critical sections of the fast readers that released before
 	 * the scan read their slots (annotate.h, edge 11). */
 	rl_hb_acquire(&tree->nr_writers);
-	return taken;
 }
 
 void rl_slot_unmaterialise(struct range_lock_tree *tree, uint32_t owner_tid)

@@ -37,13 +37,12 @@
  * the exiting thread or the fork child.  So a request that published in a
  * slot owns it until its unlock: no ABA.
  *
- * The slot's other fields (req, start, last) are written by the owner
- * thread before it publishes and never while published.  A revoker reads
- * the request pointer only after winning the slot's CAS: a writer never
- * touches a reader's request or stack before the reader has lost it.  The
- * range is not needed by the revoker (it moves every published reader of
- * its tree; the tree compares ranges): it is there for debuggers and
- * tests, readable without touching a request.
+ * The slot's other field, req, is written by the owner thread before it
+ * publishes and never while published.  A revoker reads it only after
+ * winning the slot's CAS: a writer never touches a reader's request or
+ * stack before the reader has lost it.  The slot holds no range: the
+ * revoker moves every published reader of its tree, and the tree then
+ * compares ranges.
  *
  * THE REQUEST.  A fast-held request is in no tree: its owner_tid holds
  * RL_SLOT_TAG | slot index (so that any thread can find the slot at unlock,
@@ -94,8 +93,6 @@
 struct rl_slot {
 	_Atomic uintptr_t state;
 	_Atomic(struct range_lock *) req;
-	_Atomic uint64_t start;
-	_Atomic uint64_t last;
 } __attribute__((aligned(128)));
 
 #define RL_HIDDEN __attribute__((visibility("hidden")))
@@ -109,9 +106,8 @@ extern _Thread_local struct rl_slot *rl_my_slot
 RL_HIDDEN struct rl_slot *rl_claim_slot(void);
 
 /* Under @tree's internal lock, BIASED just cleared: take every slot
- * published for @tree and hand its request to @materialise.  Returns how
- * many there were. */
-RL_HIDDEN unsigned rl_take_published(struct range_lock_tree *tree,
+ * published for @tree and hand its request to @materialise. */
+RL_HIDDEN void rl_take_published(struct range_lock_tree *tree,
 				     void (*materialise)(struct range_lock_tree *,
 							 struct range_lock *));
 
@@ -154,8 +150,6 @@ static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
 	lock->owner_tid = RL_SLOT_TAG | (uint32_t)(s - rl_slots);
 	lock->rb_parent_flags = RL_READER | RL_LINKED;
 	atomic_store_explicit(&s->req, lock, memory_order_relaxed);
-	atomic_store_explicit(&s->start, lock->start, memory_order_relaxed);
-	atomic_store_explicit(&s->last, lock->last, memory_order_relaxed);
 
 	/* Publish (release: a revoker that wins the slot sees the fields
 	 * above), then the full fence of the handshake.  A CAS, not an

@@ -35,7 +35,7 @@
  *
  * Fast reads (both policies; range_lock_tree_set_fast_read() turns them
  * off for a tree): while no writer uses a tree, a read lock does not enter
- * the tree.  The reader publishes its range in its thread's slot of a
+ * the tree.  The reader publishes its request in its thread's slot of a
  * process-wide table (512 slots of 128 bytes, 64 KiB of zero pages until
  * threads use them) and unpublishes it at unlock, so readers write no
  * cache line another thread writes.  The first writer to come (any write
@@ -278,7 +278,7 @@ RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fif
  *        initialisers) allows it; 0 forbids it: every read then goes
  *        through the tree's internal lock, as in release 0.2.
  *
- * While no writer uses a tree, its readers publish their ranges in
+ * While no writer uses a tree, its readers publish their requests in
  * per-thread slots of a process-wide table instead of the tree: a read lock
  * and unlock then write no cache line another thread writes, so readers
  * scale with the cores.  The first writer (and any call that must see every

@@ -38,7 +38,7 @@
  * reader: LOAD(BIAS) first        enter(): relaxed look at BIASED
  * reader: LOAD(SLOT(i)) first     fast_read_acquire(): relaxed look at the
  *                                 slot: not IDLE (still held) -> old path
- * reader: STORE(REQ(i))           fast_read_acquire(): s->req/start/last
+ * reader: STORE(REQ(i))           fast_read_acquire(): s->req
  * reader: RELEASE; STORE(SLOT);   fast_read_acquire(): atomic_exchange(state,
  *         FENCE                   T|PUB, seq_cst)
  * reader: LOAD(BIAS) again        fast_read_acquire(): seq_cst load of flags
@@ -269,7 +269,7 @@ proctype reader(byte i)
 #endif
 		if
 		:: b == 1 && v == IDLE ->
-			STORE(i, REQ(i), r);	/* s->req, start, last */
+			STORE(i, REQ(i), r);	/* s->req */
 #ifndef MUT_PUBLISH_RELAXED
 			RELEASE(i);		/* PUBLISH: exchange, seq_cst ... */
 #endif
