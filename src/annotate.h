@@ -122,7 +122,7 @@
  *      is the tree, not the slot: a revoker acquiring every slot it scans
  *      would order it after readers of other trees.  A fast read taken
  *      into the tree unlocks through tree_lock: edges 1-2.
- * Blind spot (README): two critical sections on disjoint ranges, one after
+ * Blind spot (docs/debugging.md): two critical sections on disjoint ranges, one after
  * the other, are ordered through edges 1-2, as they really are; a race
  * between them is reported only when they overlap in time.
  *

@@ -31,7 +31,8 @@
  *    arrival order, no stealing, a reader that arrives behind a waiting
  *    writer on the same units waits behind it.  Choose it when arrival order
  *    matters more than throughput with more threads than CPUs (the default
- *    policy is several times faster there: README, "Performance").
+ *    policy is several times faster there: README, "Performance", and
+ *    docs/benchmarks.md).
  *
  * Fast reads (both policies; range_lock_tree_set_fast_read() turns them
  * off for a tree): while no writer uses a tree, a read lock does not enter
@@ -42,8 +43,8 @@
  * call, trylock included) moves the published readers of that tree into
  * the tree, as the held readers they are, and waits only for those whose
  * ranges it intersects; the tree's reads go through the tree from then on,
- * and turn fast again after a few reads (one per thread that reads fast)
- * with no writer in the tree.
+ * and turn fast again after a few reads with no writer in the tree (one
+ * per slot ever used: the most threads that have held a slot at once).
  * So no reader reads fast past a waiting writer, in either policy, and
  * the guarantees below hold for fast reads as for any other.  Trees with
  * statistics enabled or bound to a file, and the checking mode, never read
@@ -293,8 +294,8 @@ RANGELOCK_API int range_lock_tree_set_fast_read(struct range_lock_tree *tree, in
 
 /**
  * range_lock_tree_set_file() - bind a tree to a file: every range it grants
- * is also an OFD lock on the same bytes of the file (see "Across processes
- * and machines" in the README).
+ * is also an OFD lock on the same bytes of the file (see "Trees bound to a
+ * file" in the README, and docs/bound-trees.md).
  * @tree: the tree; it must be empty (no request held or waiting).
  * @fd:   an open descriptor of a regular file.  The tree reopens the file
  *        through /proc/self/fd/@fd with @fd's access mode and keeps that
@@ -527,9 +528,10 @@ RANGELOCK_API void range_downgrade_write(struct range_lock_tree *tree,
 
 /*
  * Lock-order annotations (the kernel's lockdep names).  @subclass tells the
- * checking mode (see "Debugging" in the README) that taking two trees of the
- * same kind in a nested fashion is deliberate; without checking it is
- * ignored and these are exactly the plain calls.
+ * checking mode (see "Debugging" in the README, and docs/debugging.md)
+ * that taking two trees of the same kind in a nested fashion is
+ * deliberate; without checking it is ignored and these are exactly the
+ * plain calls.
  *
  * The checking mode (RANGELOCK_CHECKS) counts a hold as its locking
  * thread's until the unlock, as lockdep does: a range handed to another
