@@ -90,7 +90,7 @@
  *      uncontended lock.
  *   4. Fast hold dropped (tree_fast_release()): rl_hb_release_if(word, fast)
  *      before the CAS.
- *   5. Blocker taken off a waiter (put_blocker(), rangelock.c: grant, early
+ *   5. Blocker taken off a waiter (put_blocker(), protocol.c: grant, early
  *      wake, downgrade's readers; in the policy of issue 12 also the
  *      ELIGIBLE transition): rl_hb_release(wait_word) BEFORE the RMW.  An
  *      overtaker's added blocker and a claim are made under tree_lock and

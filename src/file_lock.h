@@ -2,7 +2,7 @@
 /*
  * The second level of a tree bound to a file (range_lock_tree_set_file()):
  * the OFD locks this process holds on the file for what its requests hold.
- * file_lock.c owns the per-tree state; rangelock.c calls in at the public
+ * file_lock.c owns the per-tree state; calls.c calls in at the public
  * call level only -- after a local grant (rl_file_lock), before a local
  * unlock (rl_file_unlock), before a local downgrade (rl_file_downgrade) --
  * so the state is used only while the request is in the tree, and a tree
