@@ -29,6 +29,7 @@
 #include "thread_id.h"
 #include "tree_lock.h"
 #include "waiting.h"
+#include "word_mode.h"
 
 /* ---- entry ------------------------------------------------------------ */
 
@@ -54,12 +55,40 @@ static bool timespec_valid(clockid_t clockid, const struct timespec *abstime)
 	"the tree used from another process? trees are private to one process)"
 
 /*
- * The start of every lock call: check the arguments, try the fast path
- * (true: @lock now holds the empty tree), else take tree_lock (false).
+ * Held through the word (fast path or word mode).  Statistics count in the
+ * tree: if they are on, go through tree_lock, which displaces and
+ * materialises us and counts the acquisition.  The look comes after the
+ * CAS so that no enabling slips in between: if our CAS read the 0 that the
+ * enabler's tree_lock release wrote (or a later value), that release
+ * synchronises with our acq_rel CAS (the lock word's RMWs form a release
+ * sequence), so this relaxed load sees the pointer: we go through
+ * tree_lock, which materialises us and counts the acquisition.  Otherwise
+ * our CAS precedes the enabler's tree_lock acquire in the word's
+ * modification order, so the enabler displaces us and counts us as held
+ * (stats_recount): we acquired before statistics were on.  Either way every
+ * acquisition after the enabling is counted once.
  */
-static inline __attribute__((always_inline)) bool
+static inline void word_held(struct range_lock_tree *tree)
+{
+	if (__builtin_expect(__atomic_load_n(&tree->stats, __ATOMIC_RELAXED) != NULL, 0)) {
+		tree_lock(tree);
+		tree_unlock(tree);
+	}
+}
+
+/* enter()'s results, besides -ETIMEDOUT and -EINVAL from a timed word wait. */
+enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY };
+
+/*
+ * The start of every lock call: check the arguments, try the fast path,
+ * then word mode (word_mode.c; @w is the lock call's waiter, NULL for
+ * trylock).  Returns ENTER_HELD (@lock holds its range through the word),
+ * ENTER_BUSY (trylock: a lock call would wait on the word), ENTER_TREE
+ * (tree_lock is held: go on in the tree), or a timed word wait's error.
+ */
+static inline __attribute__((always_inline)) int
 enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
-      bool reader)
+      bool reader, struct waiter *w)
 {
 	check_args(call, tree, lock);
 	if (is_linked(lock))
@@ -69,13 +98,13 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 		enum fast_read r = fast_read_acquire(tree, lock);
 
 		if (__builtin_expect(r == FAST_READ_HELD, 1))
-			return true;
+			return ENTER_HELD;
 		if (r == FAST_READ_MATERIALISED) {
 			/* Held in the tree once the revoker that took us
 			 * drops tree_lock: wait for it. */
 			tree_lock(tree);
 			tree_unlock(tree);
-			return true;
+			return ENTER_HELD;
 		}
 	}
 	lock->owner_tid = rl_thread_id();
@@ -87,32 +116,36 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 		 * materialiser rewrites the flags (insert_request) and must
 		 * be the only writer once the request is fast held; unlock
 		 * clears them after its release CAS, when nobody else can.
+		 * (A word waiter keeps them while it waits on the word.)
 		 */
 		lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
 		if (tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader))) {
-			/*
-			 * Statistics count in the tree: if they are on, go
-			 * through tree_lock, which displaces and materialises
-			 * us and counts the acquisition.  The look comes after
-			 * the CAS so that no enabling slips in between: if our CAS read the 0
-			 * that the enabler's tree_lock release wrote (or a
-			 * later value), that release synchronises with our
-			 * acq_rel CAS (the lock word's RMWs form a release
-			 * sequence), so this relaxed load sees the pointer:
-			 * we go through tree_lock, which materialises us and
-			 * counts the acquisition.  Otherwise our CAS precedes
-			 * the enabler's tree_lock acquire in the word's
-			 * modification order, so the enabler displaces us
-			 * and counts us as held (stats_recount): we acquired
-			 * before statistics were on.  Either way every
-			 * acquisition after the enabling is counted once.
-			 */
-			if (__builtin_expect(__atomic_load_n(&tree->stats,
-							     __ATOMIC_RELAXED) != NULL, 0)) {
-				tree_lock(tree);
-				tree_unlock(tree);
+			word_held(tree);
+			return ENTER_HELD;
+		}
+		if (word_mode_request(lock, reader, w)) {
+			uintptr_t v = atomic_load_explicit(tree_lock_word(tree),
+							   memory_order_acquire);
+
+			if (word_blocks(tree, v)) {
+				int r;
+
+				if (!w)
+					r = -EBUSY; /* trylock: a lock call would wait */
+				else if (w->kind == WAIT_TIMED &&
+					 !timespec_valid(w->clockid, w->abstime))
+					r = -EINVAL;
+				else
+					r = word_wait(tree, lock, w, v);
+				if (r == WORD_HELD) {
+					word_held(tree);
+					return ENTER_HELD;
+				}
+				if (r != WORD_TREE) {
+					lock->rb_parent_flags = 0;
+					return r == -EBUSY ? ENTER_BUSY : r;
+				}
 			}
-			return true;
 		}
 	}
 	lock->rb_parent_flags = reader ? RL_READER : 0;
@@ -122,7 +155,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 		tree_unlock(tree);
 		rl_die(call, lock, ALREADY_IN_TREE);
 	}
-	return false;
+	return ENTER_TREE;
 }
 
 static inline __attribute__((always_inline)) int lock_common(const char *call, struct range_lock_tree *tree,
@@ -135,8 +168,9 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	uint64_t seqnum;
 	int r;
 
-	if (enter(call, tree, lock, reader))
-		return 0; /* fast held */
+	r = enter(call, tree, lock, reader, w);
+	if (r != ENTER_TREE)
+		return r == ENTER_HELD ? 0 : r; /* held through the word, or gave up */
 	if (reader)
 		maybe_bias(tree);
 	else
@@ -162,10 +196,13 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 		seqnum = tree->seqnum++;
 	}
 	insert_request(tree, lock, reader, blockers, seqnum);
-	if (blockers && w->kind == WAIT_INTERRUPTIBLE && !tree_is_fifo(tree)) {
-		/* Marked from the start: never overtaken, so it never wakes at
-		 * the hand-off bound or to claim -- instants in which a signal
-		 * handler could run unreported (see the header). */
+	if (blockers && !tree_is_fifo(tree) &&
+	    (w->kind == WAIT_INTERRUPTIBLE || w->word == WORD_MARKED)) {
+		/* Marked from the start: an interruptible waiter is never
+		 * overtaken, so it never wakes at the hand-off bound or to
+		 * claim -- instants in which a signal handler could run
+		 * unreported (see the header); a word waiter that asked for
+		 * the hand-off enters the tree marked (word_mode.c). */
 		atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
 	}
 	st = tree->stats;
@@ -187,6 +224,8 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 		r = wait_for_grant(w);
 		if (r)
 			return r;
+	} else if (w->word != WORD_NONE) {
+		rl_probe_wait(wait_end, tree, lock, reader); /* word_wait() began it */
 	}
 	rl_check_acquired(tree, lock, subclass, site);
 	return 0;
@@ -378,8 +417,10 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 	struct range_lock_stats *st;
 	bool busy;
 
-	if (enter(call, tree, lock, reader))
-		return 1; /* fast held */
+	int r = enter(call, tree, lock, reader, NULL);
+
+	if (r != ENTER_TREE)
+		return r == ENTER_HELD; /* fast held, or busy in word mode */
 	struct entry_scan scan;
 
 	if (reader)

@@ -178,7 +178,13 @@ static inline void tree_lock(struct range_lock_tree *tree)
 
 	if (__builtin_expect(fast != 0, 0)) {
 		struct range_lock *holder = (struct range_lock *)(fast & ~TL_FAST_BITS);
-		bool reader = fast == ((uintptr_t)holder | TL_FAST_R);
+		bool reader = tl_fast_reader(fast);
+
+		/* A hand-off request names the word waiter, which wrote the
+		 * holder into its rb_left before it published the value; it
+		 * cannot leave before we drop tree_lock (word_mode.c). */
+		if (tl_is_handoff(fast))
+			holder = holder->rb_left;
 
 		insert_request(tree, holder, reader, 0, tree->seqnum++);
 		/* Statistics were off when it took the fast path, or it is

@@ -122,10 +122,17 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 	/* fprintf() is a cancellation point: never be cancelled holding
 	 * tree_lock. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
+	tl_word_sleepers_woken = 0;
 	tree_lock(tree);
 	revoke_fast_readers(tree); /* fast readers are shown as the held readers they are */
 	fprintf(out, "range_lock_tree %p: %u request(s), next seqnum %llu\n",
 		(void *)tree, tree->nr_requests, (unsigned long long)tree->seqnum);
+	/* Word waiters live on their stacks only: the displacement above
+	 * woke them, and they enter the tree as soon as tree_lock is free. */
+	if (tl_word_sleepers_woken)
+		fprintf(out, "  (%d thread(s) slept on the lock word for the whole "
+			"resource; woken, they now enter the tree)\n",
+			tl_word_sleepers_woken);
 	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
 		word = atomic_load_explicit(wait_word((struct range_lock *)n),
 					    memory_order_relaxed);

@@ -6,6 +6,8 @@
  * under a microsecond, so a short spin usually wins. */
 #define TREE_LOCK_SPIN 100
 
+_Thread_local int tl_word_sleepers_woken;
+
 uintptr_t tree_lock_acquire_slow(tree_word_t *word)
 {
 	/* Once we have slept we take the lock with TL_SLEEPERS set: others may
@@ -15,12 +17,18 @@ uintptr_t tree_lock_acquire_slow(tree_word_t *word)
 	for (int spins = 0;;) {
 		uintptr_t w = atomic_load_explicit(word, memory_order_relaxed);
 
-		if (w > TL_FAST_BITS) {
+		if (tl_is_fast(w)) {
 			/* A fast holder: displace it; the caller materialises it. */
 			if (atomic_compare_exchange_weak_explicit(
 				    word, &w, mine, memory_order_acquire,
 				    memory_order_relaxed)) {
 				rl_hb_acquire(word); /* from its fast acquire */
+				/* Word sleepers waited for it: the word now
+				 * says "tree", so every one of them must look
+				 * again and enter the tree (word_mode.c). */
+				if (tl_fast_sleepers(w))
+					tl_word_sleepers_woken =
+						rl_wake_all(tree_word_futex(word));
 				return w;
 			}
 			continue;
@@ -47,5 +55,48 @@ uintptr_t tree_lock_acquire_slow(tree_word_t *word)
 		rl_wait(tree_word_futex(word), (uint32_t)(TL_LOCKED | TL_SLEEPERS),
 			CLOCK_MONOTONIC, NULL, 0);
 		mine = TL_LOCKED | TL_SLEEPERS;
+	}
+}
+
+/*
+ * The holder of @fast (its plain value) leaves while word waiters changed
+ * the word to @seen.  Only three values can be about this holder: its
+ * sleepers value (a word sleeper set it), a hand-off value (a marked word
+ * waiter asked for the word; it can only be about us, the word's holder),
+ * or, after a waiter's give-up, the sleepers value again.  Anything else
+ * means a displacer took the word: the holder is in the tree (false).
+ */
+bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen)
+{
+	uintptr_t sleepers = tl_sleepers_value(fast, tl_fast_reader(fast));
+
+	for (;;) {
+		if (seen == sleepers) {
+			rl_hb_release_if(word, seen);
+			if (!atomic_compare_exchange_strong_explicit(
+				    word, &seen, 0, memory_order_release,
+				    memory_order_relaxed))
+				continue;
+			/* One word sleeper (or a tree_lock sleeper: both wait
+			 * here, and either passes the duty on) looks again. */
+			rl_wake_one(tree_word_futex(word));
+			return true;
+		}
+		if (tl_is_fast(seen) && tl_is_handoff(seen)) {
+			/* The grant: the waiter named in the word holds it
+			 * now (TL_HANDED until it looks).  Release: our
+			 * critical section happens before its.  Every sleeper
+			 * wakes: a wake-one might miss it. */
+			uintptr_t to = (seen & ~TL_FAST_BITS) | TL_HANDED;
+
+			rl_hb_release_if(word, seen);
+			if (!atomic_compare_exchange_strong_explicit(
+				    word, &seen, to, memory_order_release,
+				    memory_order_relaxed))
+				continue;
+			rl_wake_all(tree_word_futex(word));
+			return true;
+		}
+		return false; /* displaced: the displacer woke them all */
 	}
 }

@@ -13,6 +13,20 @@
  *   request | TL_FAST_R  tree is otherwise empty; the request is not in the
  *                        tree ("fast held").  Pointers are 8-aligned, so
  *                        every fast value is >= 8 and every other state < 8.
+ *   request | TL_FAST_WS the same, and whole-resource writers may sleep on
+ *   request | TL_FAST_RS the word waiting for it ("word sleepers": word mode,
+ *                        rangelock.c).  Whoever ends such a value wakes them:
+ *                        the holder's release wakes one, a displacer all.
+ *   waiter | TL_HANDOFF_W  a word waiter that waited the hand-off bound asks
+ *   waiter | TL_HANDOFF_R  for the word: the holder (a writer, a reader) is
+ *                        not in the word but in the waiter's rb_left, written
+ *                        before this value was published.  The holder's
+ *                        release hands the word over without freeing it, so
+ *                        nobody barges: to
+ *   waiter | TL_HANDED   the waiter holds for writing, and has not yet seen
+ *                        it (Linux's MUTEX_FLAG_PICKUP); it turns this into
+ *                        waiter | TL_FAST_WS.  Nobody else changes a hand-off
+ *                        or handed value but a displacer.
  *
  * The fast path: lock = CAS(0 -> request|TL_FAST_x), unlock = CAS back to 0:
  * two atomic operations in all, as for pthread_rwlock.  Whoever takes the
@@ -26,8 +40,15 @@
  * Tricky", mutex 2) that spins briefly before it sleeps: pure spinning stalls
  * every spinner for a time slice when the holder is preempted (more threads
  * than cores).  Sleepers wait on the low 32 bits of the word with the value
- * TL_LOCKED|TL_SLEEPERS (3); fast values end in binary 101 or 111, so their
- * low half can never read 3 and no sleeper can mistake one for a held lock.
+ * TL_LOCKED|TL_SLEEPERS (3); fast values end in binary 101, 111, 110 or 010,
+ * so their low half can never read 3 and no sleeper can mistake one for a
+ * held lock.  Word sleepers wait on the same 32 bits with the value they saw
+ * (a TL_FAST_WS or TL_FAST_RS value): ONE kernel queue holds both kinds, and
+ * a wake-one may wake either.  That is safe because every woken thread
+ * passes the duty on (docs/design.md, "Word mode"): a tree_lock waiter takes
+ * the lock with TL_SLEEPERS set once it slept, so its release wakes another;
+ * a word waiter takes the word with a sleepers value, sleeps again with one,
+ * or wakes one more thread before it goes elsewhere.
  *
  * Memory orders: acquire when the lock (or a fast hold) is taken, release
  * when it is dropped; the fast acquire is acq_rel so that a materialiser's
@@ -49,6 +70,59 @@
 #define TL_FAST_W    ((uintptr_t)5)
 #define TL_FAST_R    ((uintptr_t)7)
 #define TL_FAST_BITS ((uintptr_t)7)
+#define TL_FAST_WS   ((uintptr_t)6)   /* TL_FAST_W, word sleepers may exist */
+#define TL_FAST_RS   ((uintptr_t)2)   /* TL_FAST_R, word sleepers may exist */
+#define TL_HANDOFF_W ((uintptr_t)1)   /* with a waiter: the holder writes */
+#define TL_HANDOFF_R ((uintptr_t)4)   /* with a waiter: the holder reads */
+#define TL_HANDED    ((uintptr_t)0)   /* with a waiter: handed to it */
+
+/* Does @w hold a fast value (a request pointer with a code)?  The holder
+ * of the tree then is that request, or for a hand-off value its rb_left. */
+static inline bool tl_is_fast(uintptr_t w)
+{
+	return w > TL_FAST_BITS;
+}
+
+static inline uintptr_t tl_code(uintptr_t w)
+{
+	return w & TL_FAST_BITS;
+}
+
+/* Of a fast value: a hand-off request (the pointer is the waiter's)? */
+static inline bool tl_is_handoff(uintptr_t w)
+{
+	return tl_code(w) == TL_HANDOFF_W || tl_code(w) == TL_HANDOFF_R;
+}
+
+/* Of a fast value: a hand-off under way (requested, or handed and not
+ * picked up), which only its waiter or a displacer may change? */
+static inline bool tl_in_handoff(uintptr_t w)
+{
+	return tl_is_handoff(w) || tl_code(w) == TL_HANDED;
+}
+
+/* Of a fast value: is the tree's holder a reader? */
+static inline bool tl_fast_reader(uintptr_t w)
+{
+	uintptr_t code = tl_code(w);
+
+	return code == TL_FAST_R || code == TL_FAST_RS || code == TL_HANDOFF_R;
+}
+
+/* Of a fast value: may word sleepers wait on it? */
+static inline bool tl_fast_sleepers(uintptr_t w)
+{
+	uintptr_t code = tl_code(w);
+
+	return code != TL_FAST_W && code != TL_FAST_R;
+}
+
+/* The fast value of holder @req (its plain value's pointer part) with the
+ * sleepers code for mode @reader. */
+static inline uintptr_t tl_sleepers_value(uintptr_t req, bool reader)
+{
+	return (req & ~TL_FAST_BITS) | (reader ? TL_FAST_RS : TL_FAST_WS);
+}
 
 typedef _Atomic uintptr_t tree_word_t;
 
@@ -63,6 +137,10 @@ static inline _Atomic uint32_t *tree_word_futex(tree_word_t *word)
 }
 
 uintptr_t tree_lock_acquire_slow(tree_word_t *word);
+
+/* How many word sleepers this thread's last displacement woke (for the
+ * dump; written only by tree_lock_acquire_slow()). */
+extern _Thread_local int tl_word_sleepers_woken;
 
 /*
  * Take the internal lock.  Returns 0, or the fast value (request | TL_FAST_x)
@@ -125,13 +203,25 @@ static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
 						       memory_order_relaxed);
 }
 
-/* Release a fast hold; false if it was materialised meanwhile. */
+/* The release of a fast hold that word waiters wait for (word mode): out
+ * of line, since it wakes them. */
+bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen);
+
+/*
+ * Release a fast hold @fast (its plain value); false if it was displaced
+ * (materialised) meanwhile.  Word waiters may have changed the plain value
+ * into a sleepers or hand-off value (tree_fast_release_waited()).
+ */
 static inline bool tree_fast_release(tree_word_t *word, uintptr_t fast)
 {
+	uintptr_t seen = fast;
+
 	rl_hb_release_if(word, fast); /* not if materialised (CAS fails) */
-	return atomic_compare_exchange_strong_explicit(word, &fast, 0,
-						       memory_order_release,
-						       memory_order_relaxed);
+	if (__builtin_expect(atomic_compare_exchange_strong_explicit(
+				     word, &seen, 0, memory_order_release,
+				     memory_order_relaxed), 1))
+		return true;
+	return tl_is_fast(seen) && tree_fast_release_waited(word, fast, seen);
 }
 
 #endif /* RANGELOCK_TREE_LOCK_H */

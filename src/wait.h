@@ -35,6 +35,9 @@
 int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	    const struct timespec *abstime, unsigned flags);
 void rl_wake_one(_Atomic uint32_t *word);
+/* Wakes every thread waiting on @word; returns how many it woke (the POSIX
+ * backend: how many it unparked). */
+int rl_wake_all(_Atomic uint32_t *word);
 
 /* A deadline far enough away to mean "never", on CLOCK_MONOTONIC; used when
  * a wait must be timed only so that the kernel reports every signal. */

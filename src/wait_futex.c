@@ -149,14 +149,26 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	}
 }
 
-void rl_wake_one(_Atomic uint32_t *word)
+static long wake(_Atomic uint32_t *word, int n)
 {
 	/* EFAULT cannot happen on a mapped word and would be harmless. */
 #ifdef SYS_futex
-	syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+	return syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
 #else /* rv32: no time argument, so futex_time64 is the same call */
-	syscall(SYS_futex_time64, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+	return syscall(SYS_futex_time64, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
 #endif
+}
+
+void rl_wake_one(_Atomic uint32_t *word)
+{
+	(void)wake(word, 1);
+}
+
+int rl_wake_all(_Atomic uint32_t *word)
+{
+	long n = wake(word, INT_MAX);
+
+	return n > 0 ? (int)n : 0;
 }
 
 #endif /* RANGELOCK_USE_FUTEX */

@@ -314,6 +314,22 @@ int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	return r;
 }
 
+/* Under the bucket mutex: unpark @p, marked woken. */
+static void unpark(struct bucket *b, struct parked *p)
+{
+	unlink_parked(b, p);
+	if (p->pipe_w >= 0) {
+		ssize_t n;
+
+		while ((n = write(p->pipe_w, "", 1)) < 0 && errno == EINTR)
+			;
+		if (n != 1)
+			die("write to a wake-up pipe", n < 0 ? errno : EIO);
+	} else {
+		check("pthread_cond_broadcast", pthread_cond_broadcast(p->cond));
+	}
+}
+
 void rl_wake_one(_Atomic uint32_t *word)
 {
 	struct bucket *b = bucket_of(word);
@@ -322,22 +338,29 @@ void rl_wake_one(_Atomic uint32_t *word)
 	lock_bucket(b);
 	for (p = b->head; p; p = p->next) {
 		if (p->word == word) {
-			unlink_parked(b, p);
-			if (p->pipe_w >= 0) {
-				ssize_t n;
-
-				while ((n = write(p->pipe_w, "", 1)) < 0 && errno == EINTR)
-					;
-				if (n != 1)
-					die("write to a wake-up pipe", n < 0 ? errno : EIO);
-			} else {
-				check("pthread_cond_broadcast",
-				      pthread_cond_broadcast(p->cond));
-			}
+			unpark(b, p);
 			break;
 		}
 	}
 	unlock_bucket(b);
+}
+
+int rl_wake_all(_Atomic uint32_t *word)
+{
+	struct bucket *b = bucket_of(word);
+	struct parked *p, *next;
+	int n = 0;
+
+	lock_bucket(b);
+	for (p = b->head; p; p = next) {
+		next = p->next; /* read before the record is unlinked */
+		if (p->word == word) {
+			unpark(b, p);
+			n++;
+		}
+	}
+	unlock_bucket(b);
+	return n;
 }
 
 #endif /* !RANGELOCK_USE_FUTEX */

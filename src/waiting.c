@@ -35,17 +35,6 @@
 #include "waiting.h"
 
 /*
- * The hand-off bound of the default policy: a waiter that has waited this
- * long marks itself (HANDOFF) and can no longer be overtaken.  2 ms: long
- * enough for many hand-overs between running threads (a 1 us critical
- * section is taken ~1000 times meanwhile), short enough that the 99th
- * percentile wait stays within a few milliseconds (rangelock-bench).
- */
-#ifndef RL_HANDOFF_NS
-#define RL_HANDOFF_NS INT64_C(2000000)
-#endif
-
-/*
  * How long a killable waiter sleeps between two looks for a cancellation
  * request.  Not asynchronous cancellation around the futex wait: glibc 2.36
  * acts on a SIGCANCEL sent during such a window later, inside whatever
@@ -201,29 +190,38 @@ static bool spin_for_grant(_Atomic uint32_t *word)
 	return false;
 }
 
-/* @ns >= 0; int64_t because a bound of seconds does not fit a 32-bit long. */
-static void timespec_add_ns(struct timespec *ts, int64_t ns)
+/*
+ * A timed waiter sleeps until @until (CLOCK_MONOTONIC: its hand-off
+ * deadline) at the latest: move @until to the caller's own deadline if that
+ * comes first.  A wall-clock deadline is turned into a monotonic one, at
+ * most the bound ahead (no overflow for far deadlines; a wall-clock step
+ * during these milliseconds is noticed when the sleep ends).
+ */
+void rl_sooner_user_deadline(const struct waiter *w, struct timespec *until)
 {
-	ts->tv_sec += (time_t)(ns / 1000000000);
-	ts->tv_nsec += (long)(ns % 1000000000);
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
+	const struct timespec *user = w->abstime;
+	struct timespec mono;
+
+	if (w->kind != WAIT_TIMED)
+		return;
+	mono = *user;
+	if (w->clockid != CLOCK_MONOTONIC) {
+		struct timespec now_c, now_m;
+
+		clock_gettime(w->clockid, &now_c);
+		clock_gettime(CLOCK_MONOTONIC, &now_m);
+		mono = now_m;
+		if (timespec_before(&now_c, user)) {
+			int64_t ns = RL_HANDOFF_NS;
+
+			if (user->tv_sec - now_c.tv_sec <= 1)
+				ns = (int64_t)(user->tv_sec - now_c.tv_sec) * 1000000000 +
+				     (user->tv_nsec - now_c.tv_nsec);
+			timespec_add_ns(&mono, ns < RL_HANDOFF_NS ? ns : RL_HANDOFF_NS);
+		}
 	}
-}
-
-static bool timespec_before(const struct timespec *a, const struct timespec *b)
-{
-	return a->tv_sec < b->tv_sec ||
-	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
-static bool deadline_passed(clockid_t clockid, const struct timespec *abstime)
-{
-	struct timespec now;
-
-	clock_gettime(clockid, &now);
-	return !timespec_before(&now, abstime);
+	if (timespec_before(&mono, until))
+		*until = mono;
 }
 
 /*
@@ -254,32 +252,7 @@ static int sleep_once(struct waiter *w, _Atomic uint32_t *word, uint32_t v)
 	} else if (!w->marked) {
 		struct timespec until = w->handoff;
 
-		if (user) {
-			/* The caller's deadline on the monotonic clock, if it
-			 * comes first (a wall-clock step during these
-			 * milliseconds is noticed when the sleep ends). */
-			struct timespec mono = *user;
-
-			if (w->clockid != CLOCK_MONOTONIC) {
-				struct timespec now_c, now_m;
-
-				clock_gettime(w->clockid, &now_c);
-				clock_gettime(CLOCK_MONOTONIC, &now_m);
-				mono = now_m;
-				if (timespec_before(&now_c, user)) {
-					/* At most the bound ahead: no overflow
-					 * for far deadlines. */
-					int64_t ns = RL_HANDOFF_NS;
-
-					if (user->tv_sec - now_c.tv_sec <= 1)
-						ns = (int64_t)(user->tv_sec - now_c.tv_sec) * 1000000000 +
-						     (user->tv_nsec - now_c.tv_nsec);
-					timespec_add_ns(&mono, ns < RL_HANDOFF_NS ? ns : RL_HANDOFF_NS);
-				}
-			}
-			if (timespec_before(&mono, &until))
-				until = mono;
-		}
+		rl_sooner_user_deadline(w, &until);
 		r = rl_wait(word, v, CLOCK_MONOTONIC, &until, flags);
 		if (r == -ETIMEDOUT && user && deadline_passed(w->clockid, user))
 			return -ETIMEDOUT;
@@ -303,8 +276,10 @@ static int wait_loop(struct waiter *w)
 	uint32_t v;
 	int r;
 
-	w->marked = tree_is_fifo(w->tree) || w->kind == WAIT_INTERRUPTIBLE;
-	if (!w->marked) {
+	w->marked = tree_is_fifo(w->tree) || w->kind == WAIT_INTERRUPTIBLE ||
+		    w->word == WORD_MARKED;
+	if (!w->marked && w->word == WORD_NONE) {
+		/* (A word waiter's bound runs from its arrival: word_wait().) */
 		clock_gettime(CLOCK_MONOTONIC, &w->handoff);
 		timespec_add_ns(&w->handoff, RL_HANDOFF_NS);
 	}
@@ -401,7 +376,8 @@ int wait_for_grant(struct waiter *w)
 	struct range_lock_stats *st = stats_of(w->tree);
 	int r;
 
-	rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
+	if (w->word == WORD_NONE) /* else word_wait() began it */
+		rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
 	w->wait_start_ns = st ? now_ns() : 0;
 	if (w->kind == WAIT_KILLABLE)
 		r = wait_loop_killable(w);
