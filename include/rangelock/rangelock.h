@@ -373,8 +373,9 @@ RANGELOCK_API int range_lock_tree_set_fast_read(struct range_lock_tree *tree, in
  *     without fork() (clone(), syscall(SYS_fork)) runs no atfork handler
  *     and would share the parent's ownership: do not bind there.
  *     range_lock_tree_init() on a bound tree, instead of
- *     range_lock_tree_destroy(), only leaks a little memory.
- *   - lslocks shows these locks as OFDLCK with PID -1 and no path: the
+ *     range_lock_tree_destroy(), leaks only the tree's count on the file
+ *     (the description stays open either way).
+ *   - lslocks shows these locks as OFDLCK with PID -1 and no usable path: the
  *     holder is the process whose /proc/PID/fdinfo/N lists the lock (one
  *     "lock:" line per lock, on the file's device:inode as in
  *     /proc/locks).
