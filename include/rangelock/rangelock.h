@@ -51,6 +51,22 @@
  * fast.  A thread uses one slot (claimed at its first fast read, freed when
  * it exits); a second read it holds at the same time goes through the tree.
  *
+ * Word mode (default policy): writers of the whole resource that collide
+ * wait as on a mutex.  A blocking or timed write lock of [0,
+ * RANGE_LOCK_FULL] that finds the tree held by one request alone (held
+ * through the tree's lock word, with nothing in the tree) does not enter
+ * the tree: it spins briefly on the word, then sleeps on it, and the
+ * holder's unlock wakes one such sleeper; a running thread may take the
+ * range first.  The hand-off bound holds there too: a word waiter that has
+ * waited about 2 ms is handed the range directly by the holder's unlock,
+ * and nothing can take it before.  Anything else that comes (a partial
+ * range, a reader, an interruptible or killable call, the dump, statistics)
+ * sends the word waiters into the tree, where they wait as usual, keeping
+ * their arrival time; when the tree empties, word mode is back.  FIFO
+ * trees, trees with statistics and the checking mode never use it.  Every
+ * call keeps its contract; a trylock that would have to wait on the word
+ * returns 0 at once.
+ *
  * Two objects:
  *  - struct range_lock_tree: the lock of the whole resource (64 bytes; 48
  *    with 32-bit pointers);
@@ -658,7 +674,9 @@ RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
  * One line per request: range, mode, held or waiting, seqnum, blocking count
  * and the kernel thread id that made it ("slot=N" instead for a fast read,
  * which knows its slot, not its thread).  Fast readers are moved into the
- * tree first, so they are shown too.  Safe at any time; it holds the
+ * tree first, so they are shown too.  Writers waiting on the lock word
+ * (word mode) keep no record but their stacks: the dump wakes them, says how
+ * many it woke, and they wait in the tree from then on.  Safe at any time; it holds the
  * internal lock while it prints, so do not dump to a pipe nobody reads.
  */
 RANGELOCK_API void range_lock_tree_dump(struct range_lock_tree *tree,
