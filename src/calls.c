@@ -123,6 +123,8 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 			word_held(tree);
 			return ENTER_HELD;
 		}
+		if (w)
+			w->word = WORD_NONE; /* not on the uncontended path */
 		if (word_mode_request(lock, reader, w)) {
 			uintptr_t v = atomic_load_explicit(tree_lock_word(tree),
 							   memory_order_acquire);
@@ -147,6 +149,8 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 				}
 			}
 		}
+	} else if (w) {
+		w->word = WORD_NONE; /* the checking mode: no fast path */
 	}
 	lock->rb_parent_flags = reader ? RL_READER : 0;
 

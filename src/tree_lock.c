@@ -59,19 +59,21 @@ uintptr_t tree_lock_acquire_slow(tree_word_t *word)
 }
 
 /*
- * The holder of @fast (its plain value) leaves while word waiters changed
- * the word to @seen.  Only three values can be about this holder: its
- * sleepers value (a word sleeper set it), a hand-off value (a marked word
- * waiter asked for the word; it can only be about us, the word's holder),
- * or, after a waiter's give-up, the sleepers value again.  Anything else
- * means a displacer took the word: the holder is in the tree (false).
+ * A fast holder leaves, and its release CAS found @seen instead of its plain
+ * value.  While it holds through the word, only word waiters change that
+ * value, into one about this holder: its sleepers value (a word sleeper set
+ * it, or a timed hand-off waiter restored it) or a hand-off request (a
+ * marked word waiter asked for the word).  Anything else means a displacer
+ * took the word: the holder is in the tree (false).  (A displaced holder is
+ * in the tree until its own unlock, so no other holder's value can be
+ * there meanwhile.)
  */
-bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen)
+bool tree_fast_release_waited(tree_word_t *word, uintptr_t seen)
 {
-	uintptr_t sleepers = tl_sleepers_value(fast, tl_fast_reader(fast));
-
 	for (;;) {
-		if (seen == sleepers) {
+		if (!tl_is_fast(seen))
+			return false; /* displaced: the displacer woke them all */
+		if (tl_code(seen) == TL_FAST_WS || tl_code(seen) == TL_FAST_RS) {
 			rl_hb_release_if(word, seen);
 			if (!atomic_compare_exchange_strong_explicit(
 				    word, &seen, 0, memory_order_release,
@@ -82,7 +84,7 @@ bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen)
 			rl_wake_one(tree_word_futex(word));
 			return true;
 		}
-		if (tl_is_fast(seen) && tl_is_handoff(seen)) {
+		if (tl_is_handoff(seen)) {
 			/* The grant: the waiter named in the word holds it
 			 * now (TL_HANDED until it looks).  Release: our
 			 * critical section happens before its.  Every sleeper

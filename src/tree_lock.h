@@ -205,7 +205,7 @@ static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
 
 /* The release of a fast hold that word waiters wait for (word mode): out
  * of line, since it wakes them. */
-bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen);
+bool tree_fast_release_waited(tree_word_t *word, uintptr_t seen);
 
 /*
  * Release a fast hold @fast (its plain value); false if it was displaced
@@ -221,7 +221,7 @@ static inline bool tree_fast_release(tree_word_t *word, uintptr_t fast)
 				     word, &seen, 0, memory_order_release,
 				     memory_order_relaxed), 1))
 		return true;
-	return tl_is_fast(seen) && tree_fast_release_waited(word, fast, seen);
+	return tl_is_fast(seen) && tree_fast_release_waited(word, seen);
 }
 
 #endif /* RANGELOCK_TREE_LOCK_H */

@@ -55,7 +55,7 @@ static inline void waiter_init(struct waiter *w, enum wait_kind kind,
 	w->kind = kind;
 	w->clockid = clockid;
 	w->abstime = abstime;
-	w->word = WORD_NONE;
+	/* w->word is set by enter() once the fast path has failed. */
 }
 
 /* @ns >= 0; int64_t because a bound of seconds does not fit a 32-bit long. */
