@@ -366,9 +366,11 @@ struct rec *rec_new(const char *section, int wl, int rg, int threads,
 double rec_median(const struct rec *r);
 bool same_point(const struct rec *a, const struct rec *b);
 /* Index of the record of (section, tag, lock, workload, threads); exits if
- * there is none. */
+ * there is none (lookup_rec(): -1). */
 int find_rec(const char *section, const char *tag, enum lock_kind lock, int wl,
 	     int threads);
+int lookup_rec(const char *section, const char *tag, enum lock_kind lock, int wl,
+	       int threads);
 void compute_ratios(void);
 
 /* ---- output (bench_output.c) ------------------------------------------- */
@@ -473,7 +475,95 @@ extern char lib_stats_what[160];
 /* ---- --targets (bench_targets.c) --------------------------------------- */
 
 void run_targets(FILE *out);
+/* The rows of every target table built by run_targets() and
+ * run_targets_word(), as JSON. */
 void write_json_targets(FILE *f);
+
+/*
+ * Target rows, shared by the tables of bench_targets.c and
+ * bench_targets_word.c: "scenario | librangelock | peer | value | target |
+ * met? | spread | runq".  A table is a name (@table); its rows are printed
+ * per librangelock policy (@kind).
+ */
+struct target_row {
+	char scenario[64];
+	const char *table;       /* "issue7", "issue12", "word" */
+	enum lock_kind kind;     /* the librangelock policy of the row */
+	char rl[48], base[48];   /* librangelock's value, the peer's */
+	const char *peer;        /* the peer lock's name (lk_name), or NULL */
+	double value;            /* the ratio, min/max or wait checked */
+	double spread_lo, spread_hi;
+	bool has_spread;
+	const char *target;      /* "report": no target, measured only */
+	bool met;
+	bool report;
+	double rq_med, rq_max;   /* run-queue wait of both sides, % */
+};
+
+struct target_row *trow_new(const char *table, enum lock_kind kind, const char *scenario);
+/* The run-queue wait of the row: median and max over @a's and @b's runs. */
+void target_runq(struct target_row *t, const struct rec *a, const struct rec *b);
+/* met = value >= goal (or <= with @at_most); @report: no target, met? '-'. */
+void set_goal(struct target_row *t, double value, const char *target, double goal,
+	      bool at_most, bool report);
+void print_target_rows(FILE *out, const char *table, enum lock_kind k,
+		       const char *base_name, const char *value_name, int sw, int vw);
+/* "default policy" or "FIFO tree (range_lock_tree_set_fifo)". */
+const char *policy_title(enum lock_kind k);
+/* "<prefix>M Mops/s [min..max]" of a throughput record. */
+void fmt_mops(char *buf, size_t n, const struct rec *r, const char *prefix);
+
+/*
+ * A full-range throughput scenario of a target table (every thread locks
+ * [0, RANGE_LOCK_FULL]): its records are those of measure_point() with
+ * section "throughput" and scenario @tag.
+ */
+struct full_scenario {
+	char tag[24];
+	enum workload wl;
+	int threads;
+	uint64_t in, out;         /* busy work inside and outside, ns */
+	char label[40];           /* "4 writers", "4 readers + 4 writers" */
+	double goal;              /* throughput goal, x the peer */
+	const char *goal_text;
+	double moonshot;          /* a second throughput goal (0: none) */
+	const char *moonshot_text;
+	bool waits;               /* single-wait rows */
+};
+
+/* Threads outnumber the CPUs 2:1 and 4:1, 1 us in + 1 us out: 2x writers,
+ * 4x writers, 4x readers and writers (half each); tags "<prefix>-2x",
+ * "<prefix>-4x".  Goals unset (0), waits on. */
+#define NOVERSUB 3
+void full_scenarios_oversub(struct full_scenario *o, const char *prefix);
+/* opt.reps interleaved repetitions of @o for every lock of @kinds. */
+int full_scenario_measure(const struct full_scenario *o, const enum lock_kind *kinds,
+			  int nk);
+/* The record of @o for lock @k, NULL if @k was not measured in it. */
+const struct rec *full_scenario_rec(const struct full_scenario *o, enum lock_kind k);
+
+/* How a table's rows are built. */
+struct row_ctx {
+	const char *table;
+	enum lock_kind kind;      /* the librangelock policy */
+	const char *peer_prefix;  /* before the peer's value ("mutex: "), or "" */
+	bool report;              /* no targets: met? '-' */
+	bool writers_only;        /* min/max judges writers only (else also readers) */
+};
+
+/* librangelock's throughput / @peer's: medians; spread: paired ratios. */
+struct target_row *throughput_row(const struct row_ctx *c, const char *scenario,
+				  const struct rec *rl, const struct rec *peer,
+				  const char *target, double goal);
+/* "<label>, min/max acquisitions", target >= 0.5. */
+void fairness_row(const struct row_ctx *c, const char *label, const struct rec *rl,
+		  const struct rec *peer);
+/* "<label>, single wait p99 (ms)" <= 5 ms and "longest single wait" <= 20 ms. */
+void wait_rows(const struct row_ctx *c, const char *label, const struct rec *rl,
+	       const struct rec *peer);
+/* Every lock of the scenarios side by side: throughput, min/max, waits. */
+void print_full_detail(FILE *out, const struct full_scenario *o, int no,
+		       const enum lock_kind *kinds, int nk);
 
 /* ---- --targets=13 (bench_targets13.c) ---------------------------------- */
 

@@ -62,13 +62,23 @@ bool same_point(const struct rec *a, const struct rec *b)
 	       !strcmp(a->metric, b->metric);
 }
 
-int find_rec(const char *section, const char *tag, enum lock_kind lock, int wl,
-	     int threads)
+int lookup_rec(const char *section, const char *tag, enum lock_kind lock, int wl,
+	       int threads)
 {
 	for (int i = 0; i < nrecs; i++)
 		if (!strcmp(recs[i].section, section) && !strcmp(recs[i].tag, tag) &&
 		    recs[i].lock == lock && recs[i].wl == wl && recs[i].threads == threads)
 			return i;
+	return -1;
+}
+
+int find_rec(const char *section, const char *tag, enum lock_kind lock, int wl,
+	     int threads)
+{
+	int i = lookup_rec(section, tag, lock, wl, threads);
+
+	if (i >= 0)
+		return i;
 	fprintf(stderr, "rangelock-bench: internal: record %s/%s/%s not found\n",
 		section, tag, lk_name[lock]);
 	exit(2);

@@ -18,26 +18,11 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
-struct target_row {
-	char scenario[64];
-	const char *table;       /* "issue7" or "issue12" */
-	enum lock_kind kind;     /* the librangelock policy of the row */
-	char rl[48], base[48];   /* librangelock's value, the baseline's */
-	double value;            /* the ratio, min/max or wait checked */
-	double spread_lo, spread_hi;
-	bool has_spread;
-	const char *target;      /* "report": no target, measured only */
-	bool met;
-	bool report;
-	double rq_med, rq_max;   /* run-queue wait of both sides, % */
-};
-
-#define MAX_TROWS 64
+#define MAX_TROWS 160
 static struct target_row trows[MAX_TROWS];
 static int ntrows;
 
-static struct target_row *trow_new(const char *table, enum lock_kind kind,
-				   const char *scenario)
+struct target_row *trow_new(const char *table, enum lock_kind kind, const char *scenario)
 {
 	struct target_row *t;
 
@@ -53,7 +38,7 @@ static struct target_row *trow_new(const char *table, enum lock_kind kind,
 	return t;
 }
 
-static void target_runq(struct target_row *t, const struct rec *a, const struct rec *b)
+void target_runq(struct target_row *t, const struct rec *a, const struct rec *b)
 {
 	double v[2 * MAX_REPS];
 	int n = 0;
@@ -66,8 +51,8 @@ static void target_runq(struct target_row *t, const struct rec *a, const struct 
 	t->rq_max = max_of(v, n);
 }
 
-static void set_goal(struct target_row *t, double value, const char *target,
-		     double goal, bool at_most, bool report)
+void set_goal(struct target_row *t, double value, const char *target, double goal,
+	      bool at_most, bool report)
 {
 	t->value = value;
 	t->target = report ? "report" : target;
@@ -91,6 +76,8 @@ static void target_from_pair(enum lock_kind kind, const char *scenario, int i_rl
 {
 	struct target_row *t = trow_new("issue7", kind, scenario);
 	const struct rec *rl = &recs[i_rl], *rw = &recs[i_rw];
+
+	t->peer = lk_name[rw->lock];
 
 	fmt_val(t->rl, sizeof(t->rl), rl, unit, scale);
 	fmt_val(t->base, sizeof(t->base), rw, unit, scale);
@@ -200,55 +187,70 @@ static void issue7_rows(enum lock_kind k, int held0)
 	}
 }
 
-/* ---- issue 12: threads outnumber the CPUs, vs pthread_mutex ------------ */
+/* ---- full-range scenarios of many threads (issue 12; --targets=word) --- */
 
-struct oversub {
-	const char *tag;
-	enum workload wl;
-	int threads;
-	char label[32];           /* "4 writers", "4 readers + 4 writers" */
-	double throughput_goal;   /* x pthread_mutex */
-	bool waits;               /* single-wait targets apply (8 threads) */
-};
-
-static struct oversub oversub[3];
-
-static void oversub_setup(void)
+void full_scenarios_oversub(struct full_scenario *o, const char *prefix)
 {
 	int t2 = 2 * ncpus, t4 = 4 * ncpus;
 
-	oversub[0] = (struct oversub){ "oversub-2x", WL_WRITE, t2, "", 0.9, false };
-	oversub[1] = (struct oversub){ "oversub-4x", WL_WRITE, t4, "", 0.9, true };
-	oversub[2] = (struct oversub){ "oversub-4x", WL_MIXED, t4, "", 1.0, true };
-	snprintf(oversub[0].label, sizeof(oversub[0].label), "%d writers", t2);
-	snprintf(oversub[1].label, sizeof(oversub[1].label), "%d writers", t4);
-	snprintf(oversub[2].label, sizeof(oversub[2].label), "%d readers + %d writers",
-		 t4 - t4 / 2, t4 / 2);
+	memset(o, 0, NOVERSUB * sizeof(*o));
+	snprintf(o[0].tag, sizeof(o[0].tag), "%s-2x", prefix);
+	snprintf(o[1].tag, sizeof(o[1].tag), "%s-4x", prefix);
+	snprintf(o[2].tag, sizeof(o[2].tag), "%s-4x", prefix);
+	o[0].wl = WL_WRITE;
+	o[1].wl = WL_WRITE;
+	o[2].wl = WL_MIXED;
+	o[0].threads = t2;
+	o[1].threads = o[2].threads = t4;
+	for (int i = 0; i < NOVERSUB; i++) {
+		o[i].in = o[i].out = 1000;
+		o[i].waits = true;
+	}
+	snprintf(o[0].label, sizeof(o[0].label), "%d writers", t2);
+	snprintf(o[1].label, sizeof(o[1].label), "%d writers", t4);
+	snprintf(o[2].label, sizeof(o[2].label), "%d readers + %d writers", t4 - t4 / 2,
+		 t4 / 2);
+}
+
+int full_scenario_measure(const struct full_scenario *o, const enum lock_kind *kinds,
+			  int nk)
+{
+	return measure_point("throughput", o->tag, kinds, nk, o->wl, RG_FULL, o->threads,
+			     o->in, o->out);
+}
+
+const struct rec *full_scenario_rec(const struct full_scenario *o, enum lock_kind k)
+{
+	int i = lookup_rec("throughput", o->tag, k, o->wl, o->threads);
+
+	return i < 0 ? NULL : &recs[i];
 }
 
 /* Per repetition: the smallest min/max of the kinds with two threads or
- * more (writers; readers too in the mixed workload). */
-static void fairness_per_rep(const struct rec *r, double *v)
+ * more (writers; readers too in the mixed workload, unless @writers_only). */
+static void fairness_per_rep(const struct rec *r, bool writers_only, double *v)
 {
 	for (int k = 0; k < r->n; k++) {
 		v[k] = 1.0;
 		if (r->nw > 1)
 			v[k] = fmin(v[k], r->fwr[k]);
-		if (r->nr > 1)
+		if (r->nr > 1 && !writers_only)
 			v[k] = fmin(v[k], r->frd[k]);
 	}
 }
 
-static void fmt_fair(char *buf, size_t n, const struct rec *r)
+static void fmt_fair(char *buf, size_t n, const struct rec *r, bool writers_only,
+		     const char *prefix)
 {
 	double v[MAX_REPS];
 
-	fairness_per_rep(r, v);
+	fairness_per_rep(r, writers_only, v);
 	if (r->nr > 1)
-		snprintf(buf, n, "W %.2f R %.2f [%.2f..%.2f]", median_of(r->fwr, r->n),
-			 median_of(r->frd, r->n), min_of(v, r->n), max_of(v, r->n));
+		snprintf(buf, n, "%sW %.2f R %.2f [%.2f..%.2f]", prefix,
+			 median_of(r->fwr, r->n), median_of(r->frd, r->n), min_of(v, r->n),
+			 max_of(v, r->n));
 	else
-		snprintf(buf, n, "W %.2f [%.2f..%.2f]", median_of(r->fwr, r->n),
+		snprintf(buf, n, "%sW %.2f [%.2f..%.2f]", prefix, median_of(r->fwr, r->n),
 			 min_of(v, r->n), max_of(v, r->n));
 }
 
@@ -258,73 +260,102 @@ static void fmt_ms(char *buf, size_t n, const double *v, int cnt)
 		 min_of(v, cnt) / 1e6, max_of(v, cnt) / 1e6);
 }
 
-static void issue12_rows(enum lock_kind k)
+void fmt_mops(char *buf, size_t n, const struct rec *r, const char *prefix)
 {
-	const bool report = k != LK_RANGE;  /* targets are the default policy's */
+	snprintf(buf, n, "%s%.4g Mops/s [%.3g..%.3g]", prefix, rec_median(r) / 1e6,
+		 min_of(r->v, r->n) / 1e6, max_of(r->v, r->n) / 1e6);
+}
+
+struct target_row *throughput_row(const struct row_ctx *c, const char *scenario,
+				  const struct rec *rl, const struct rec *peer,
+				  const char *target, double goal)
+{
+	struct target_row *t = trow_new(c->table, c->kind, scenario);
+	double pr[MAX_REPS];
+	int n = rl->n < peer->n ? rl->n : peer->n;
+
+	fmt_mops(t->rl, sizeof(t->rl), rl, "");
+	fmt_mops(t->base, sizeof(t->base), peer, c->peer_prefix);
+	t->peer = lk_name[peer->lock];
+	for (int j = 0; j < n; j++)
+		pr[j] = rl->v[j] / peer->v[j];
+	t->spread_lo = min_of(pr, n);
+	t->spread_hi = max_of(pr, n);
+	t->has_spread = true;
+	set_goal(t, rec_median(rl) / rec_median(peer), target, goal, false, c->report);
+	target_runq(t, rl, peer);
+	return t;
+}
+
+void fairness_row(const struct row_ctx *c, const char *label, const struct rec *rl,
+		  const struct rec *peer)
+{
+	struct target_row *t;
+	double v[MAX_REPS];
 	char s[64];
 
-	for (int i = 0; i < 3; i++) {
-		const struct oversub *o = &oversub[i];
-		const struct rec *rl = &recs[find_rec("throughput", o->tag, k, o->wl, o->threads)];
-		const struct rec *mx = &recs[find_rec("throughput", o->tag, LK_MUTEX, o->wl,
-						       o->threads)];
-		struct target_row *t;
-		double pr[MAX_REPS], v[MAX_REPS];
-		int n = rl->n < mx->n ? rl->n : mx->n;
+	snprintf(s, sizeof(s), "%s, min/max acquisitions", label);
+	t = trow_new(c->table, c->kind, s);
+	fmt_fair(t->rl, sizeof(t->rl), rl, c->writers_only, "");
+	fmt_fair(t->base, sizeof(t->base), peer, c->writers_only, c->peer_prefix);
+	t->peer = lk_name[peer->lock];
+	fairness_per_rep(rl, c->writers_only, v);
+	t->spread_lo = min_of(v, rl->n);
+	t->spread_hi = max_of(v, rl->n);
+	t->has_spread = true;
+	set_goal(t, median_of(v, rl->n), ">= 0.5", 0.5, false, c->report);
+	target_runq(t, rl, peer);
+}
+
+/* One single-wait row: @v of librangelock and of the peer, ns per repetition. */
+static void wait_row(const struct row_ctx *c, const char *scenario, const struct rec *rl,
+		     const double *v_rl, const struct rec *peer, const double *v_peer,
+		     const char *target, double goal_ms)
+{
+	struct target_row *t = trow_new(c->table, c->kind, scenario);
+
+	fmt_ms(t->rl, sizeof(t->rl), v_rl, rl->n);
+	fmt_ms(t->base, sizeof(t->base), v_peer, peer->n);
+	t->peer = lk_name[peer->lock];
+	t->spread_lo = min_of(v_rl, rl->n) / 1e6;
+	t->spread_hi = max_of(v_rl, rl->n) / 1e6;
+	t->has_spread = true;
+	set_goal(t, median_of(v_rl, rl->n) / 1e6, target, goal_ms, true, c->report);
+	target_runq(t, rl, peer);
+}
+
+void wait_rows(const struct row_ctx *c, const char *label, const struct rec *rl,
+	       const struct rec *peer)
+{
+	char s[64];
+
+	snprintf(s, sizeof(s), "%s, single wait p99 (ms)", label);
+	wait_row(c, s, rl, rl->wait_p99[WAIT_ALL], peer, peer->wait_p99[WAIT_ALL],
+		 "<= 5 ms", 5);
+	snprintf(s, sizeof(s), "%s, longest single wait (ms)", label);
+	wait_row(c, s, rl, rl->wait_max[WAIT_ALL], peer, peer->wait_max[WAIT_ALL],
+		 "<= 20 ms", 20);
+}
+
+static struct full_scenario oversub[NOVERSUB];
+
+static void issue12_rows(enum lock_kind k)
+{
+	/* targets are the default policy's */
+	const struct row_ctx c = { "issue12", k, "", k != LK_RANGE, false };
+	char s[64];
+
+	for (int i = 0; i < NOVERSUB; i++) {
+		const struct full_scenario *o = &oversub[i];
+		const struct rec *rl = full_scenario_rec(o, k);
+		const struct rec *mx = full_scenario_rec(o, LK_MUTEX);
 
 		/* throughput, as a multiple of pthread_mutex's */
 		snprintf(s, sizeof(s), "%s, throughput", o->label);
-		t = trow_new("issue12", k, s);
-		snprintf(t->rl, sizeof(t->rl), "%.4g Mops/s [%.3g..%.3g]", rec_median(rl) / 1e6,
-			 min_of(rl->v, rl->n) / 1e6, max_of(rl->v, rl->n) / 1e6);
-		snprintf(t->base, sizeof(t->base), "%.4g Mops/s [%.3g..%.3g]",
-			 rec_median(mx) / 1e6, min_of(mx->v, mx->n) / 1e6,
-			 max_of(mx->v, mx->n) / 1e6);
-		for (int j = 0; j < n; j++)
-			pr[j] = rl->v[j] / mx->v[j];
-		t->spread_lo = min_of(pr, n);
-		t->spread_hi = max_of(pr, n);
-		t->has_spread = true;
-		set_goal(t, rec_median(rl) / rec_median(mx), o->throughput_goal == 0.9 ?
-			 ">= 0.9x mutex" : ">= 1.0x mutex", o->throughput_goal, false, report);
-		target_runq(t, rl, mx);
-
-		/* min/max acquisitions per kind */
-		snprintf(s, sizeof(s), "%s, min/max acquisitions", o->label);
-		t = trow_new("issue12", k, s);
-		fmt_fair(t->rl, sizeof(t->rl), rl);
-		fmt_fair(t->base, sizeof(t->base), mx);
-		fairness_per_rep(rl, v);
-		t->spread_lo = min_of(v, rl->n);
-		t->spread_hi = max_of(v, rl->n);
-		t->has_spread = true;
-		set_goal(t, median_of(v, rl->n), ">= 0.5", 0.5, false, report);
-		target_runq(t, rl, mx);
-
-		if (!o->waits)
-			continue;
-		/* single waits: 99th percentile and longest, ms */
-		snprintf(s, sizeof(s), "%s, single wait p99 (ms)", o->label);
-		t = trow_new("issue12", k, s);
-		fmt_ms(t->rl, sizeof(t->rl), rl->wait_p99[WAIT_ALL], rl->n);
-		fmt_ms(t->base, sizeof(t->base), mx->wait_p99[WAIT_ALL], mx->n);
-		t->spread_lo = min_of(rl->wait_p99[WAIT_ALL], rl->n) / 1e6;
-		t->spread_hi = max_of(rl->wait_p99[WAIT_ALL], rl->n) / 1e6;
-		t->has_spread = true;
-		set_goal(t, median_of(rl->wait_p99[WAIT_ALL], rl->n) / 1e6, "<= 5 ms", 5,
-			 true, report);
-		target_runq(t, rl, mx);
-
-		snprintf(s, sizeof(s), "%s, longest single wait (ms)", o->label);
-		t = trow_new("issue12", k, s);
-		fmt_ms(t->rl, sizeof(t->rl), rl->wait_max[WAIT_ALL], rl->n);
-		fmt_ms(t->base, sizeof(t->base), mx->wait_max[WAIT_ALL], mx->n);
-		t->spread_lo = min_of(rl->wait_max[WAIT_ALL], rl->n) / 1e6;
-		t->spread_hi = max_of(rl->wait_max[WAIT_ALL], rl->n) / 1e6;
-		t->has_spread = true;
-		set_goal(t, median_of(rl->wait_max[WAIT_ALL], rl->n) / 1e6, "<= 20 ms", 20,
-			 true, report);
-		target_runq(t, rl, mx);
+		throughput_row(&c, s, rl, mx, o->goal_text, o->goal);
+		fairness_row(&c, o->label, rl, mx);
+		if (o->waits)
+			wait_rows(&c, o->label, rl, mx);
 	}
 }
 
@@ -339,7 +370,7 @@ static void dashes(FILE *out, int n)
 
 /* The rows of one table and policy; @sw, @vw: widths of the scenario and
  * value columns (issue 7's table keeps its earlier layout). */
-static void print_rows(FILE *out, const char *table, enum lock_kind k,
+void print_target_rows(FILE *out, const char *table, enum lock_kind k,
 		       const char *base_name, const char *value_name, int sw, int vw)
 {
 	fprintf(out, "| %-*s | %-*s | %-*s | %6s | %-16s | %-4s | %-13s | %-11s |\n",
@@ -372,7 +403,7 @@ static void print_rows(FILE *out, const char *table, enum lock_kind k,
 	fprintf(out, "\n");
 }
 
-static const char *policy_title(enum lock_kind k)
+const char *policy_title(enum lock_kind k)
 {
 	return k == LK_RANGE_FIFO ? "FIFO tree (range_lock_tree_set_fifo)"
 				  : "default policy";
@@ -394,7 +425,7 @@ static void print_issue7(FILE *out, const enum lock_kind *rk, int nrk, int held0
 		"(other load), %% of their time, median/max over the row's runs\n\n");
 	for (int p = 0; p < nrk; p++) {
 		fprintf(out, "librangelock: %s\n", policy_title(rk[p]));
-		print_rows(out, "issue7", rk[p], "pthread_rwlock", "ratio", 46, 26);
+		print_target_rows(out, "issue7", rk[p], "pthread_rwlock", "ratio", 46, 26);
 	}
 
 	/* The 2-thread mixed run (1 reader + 1 writer): per-kind throughput. */
@@ -425,23 +456,22 @@ static void print_issue7(FILE *out, const enum lock_kind *rk, int nrk, int held0
 	fprintf(out, "\n");
 }
 
-/* Every lock kind of the issue 12 scenarios side by side. */
-static void print_issue12_detail(FILE *out, const enum lock_kind *kinds, int nk)
+/* Every lock kind of @no scenarios side by side (a kind not measured in a
+ * scenario is left out of it). */
+void print_full_detail(FILE *out, const struct full_scenario *o, int no,
+		       const enum lock_kind *kinds, int nk)
 {
-	fprintf(out, "All locks in the oversubscribed scenarios (median [min..max] over the "
-		"repetitions):\n\n");
 	fprintf(out, "| %-22s | %-17s | %-24s | %-18s | %-18s | %-30s | %-30s | %-9s |\n",
 		"scenario", "lock", "Mops/s", "writers min/max", "readers min/max",
 		"wait p99 (ms)", "longest wait (ms)", "runq %");
 	fprintf(out, "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-	for (int i = 0; i < 3; i++) {
-		const struct oversub *o = &oversub[i];
-
+	for (int i = 0; i < no; i++)
 		for (int k = 0; k < nk; k++) {
-			const struct rec *r = &recs[find_rec("throughput", o->tag, kinds[k], o->wl,
-							     o->threads)];
-			char tp[48], fw[32], fr[32], p99[48], mx[48];
+			const struct rec *r = full_scenario_rec(&o[i], kinds[k]);
+			char tp[48], fw[32], fr[32], p99[48] = "n/a", mx[48] = "n/a";
 
+			if (!r)
+				continue;
 			snprintf(tp, sizeof(tp), "%.4g [%.3g..%.3g]", rec_median(r) / 1e6,
 				 min_of(r->v, r->n) / 1e6, max_of(r->v, r->n) / 1e6);
 			snprintf(fw, sizeof(fw), "%.2f [%.2f..%.2f]", median_of(r->fwr, r->n),
@@ -452,13 +482,14 @@ static void print_issue12_detail(FILE *out, const enum lock_kind *kinds, int nk)
 					 max_of(r->frd, r->n));
 			else
 				snprintf(fr, sizeof(fr), "n/a");
-			fmt_ms(p99, sizeof(p99), r->wait_p99[WAIT_ALL], r->n);
-			fmt_ms(mx, sizeof(mx), r->wait_max[WAIT_ALL], r->n);
+			if (r->has_wait) {
+				fmt_ms(p99, sizeof(p99), r->wait_p99[WAIT_ALL], r->n);
+				fmt_ms(mx, sizeof(mx), r->wait_max[WAIT_ALL], r->n);
+			}
 			fprintf(out, "| %-22s | %-17s | %-24s | %-18s | %-18s | %-30s | %-30s | "
-				"%9.1f |\n", o->label, lk_name[kinds[k]], tp, fw, fr, p99, mx,
+				"%9.1f |\n", o[i].label, lk_name[kinds[k]], tp, fw, fr, p99, mx,
 				median_of(r->rq, r->n));
 		}
-	}
 	fprintf(out, "\n");
 }
 
@@ -477,9 +508,11 @@ static void print_issue12(FILE *out, const enum lock_kind *rk, int nrk,
 		"only (met? '-')\n\n");
 	for (int p = 0; p < nrk; p++) {
 		fprintf(out, "librangelock: %s\n", policy_title(rk[p]));
-		print_rows(out, "issue12", rk[p], "pthread_mutex", "value", 48, 34);
+		print_target_rows(out, "issue12", rk[p], "pthread_mutex", "value", 48, 34);
 	}
-	print_issue12_detail(out, kinds, nk);
+	fprintf(out, "All locks in the issue 12 scenarios (median [min..max] over the "
+		"repetitions):\n\n");
+	print_full_detail(out, oversub, NOVERSUB, kinds, nk);
 }
 
 /* ---- the run ----------------------------------------------------------- */
@@ -501,7 +534,12 @@ void run_targets(FILE *out)
 		two[n2++] = rk[p];
 		over[n12++] = rk[p];
 	}
-	oversub_setup();
+	full_scenarios_oversub(oversub, "oversub");
+	oversub[0].goal = oversub[1].goal = 0.9;
+	oversub[0].goal_text = oversub[1].goal_text = ">= 0.9x mutex";
+	oversub[2].goal = 1.0;
+	oversub[2].goal_text = ">= 1.0x mutex";
+	oversub[0].waits = false;
 
 	progress_total = (long)opt.reps * (2 * n2 + 2 * nheld_counts + 7 * n2 + 3 * n12);
 	/* issue 7 */
@@ -516,13 +554,11 @@ void run_targets(FILE *out)
 	measure_point("throughput", "fairness-4thr", two, n2, WL_MIXED, RG_FULL, 4, 1000, 1000);
 	int held0 = measure_held("held");
 	/* issue 12 */
-	for (int i = 0; i < 3; i++)
-		measure_point("throughput", oversub[i].tag, over, n12, oversub[i].wl, RG_FULL,
-			      oversub[i].threads, 1000, 1000);
+	for (int i = 0; i < NOVERSUB; i++)
+		full_scenario_measure(&oversub[i], over, n12);
 	progress_end();
 	compute_ratios();
 
-	ntrows = 0;
 	for (int p = 0; p < nrk; p++)
 		issue7_rows(rk[p], held0);
 	for (int p = 0; p < nrk; p++)
@@ -542,8 +578,14 @@ void write_json_targets(FILE *f)
 		json_str(f, t->scenario);
 		fprintf(f, ", \"librangelock\": ");
 		json_str(f, t->rl);
-		fprintf(f, ", \"%s\": ", !strcmp(t->table, "issue7") ? "pthread_rwlock"
-								     : "pthread_mutex");
+		if (!strcmp(t->table, "issue7") || !strcmp(t->table, "issue12")) {
+			fprintf(f, ", \"%s\": ", !strcmp(t->table, "issue7") ? "pthread_rwlock"
+									     : "pthread_mutex");
+		} else {
+			fprintf(f, ", \"peer\": ");
+			json_str(f, t->peer ? t->peer : "");
+			fprintf(f, ", \"peer_value\": ");
+		}
 		json_str(f, t->base);
 		fprintf(f, ", \"ratio\": ");
 		json_num(f, t->value);
