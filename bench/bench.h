@@ -14,6 +14,7 @@
  *   bench_stats.c       the library's own statistics for one run
  *   bench_targets.c     --targets: the performance issues' scenarios
  *   bench_targets13.c   --targets=13: issue 13's (reader fast path) scenarios
+ *   bench_targets_word.c --targets=word: colliding full-range calls (word mode)
  *   bench_sweeps.c      the opt-in sweeps read-scaling and write-ratio
  *
  * Adding a scenario: write bench_<name>.c defining a
@@ -212,6 +213,30 @@ static inline uint64_t xorshift64(uint64_t *s)
 	return *s = x;
 }
 
+/* ---- context switches and futex calls (bench_util.c) ------------------- */
+
+/* Voluntary + involuntary context switches of the whole process so far
+ * (getrusage(RUSAGE_SELF): its threads, running or exited). */
+uint64_t context_switches(void);
+
+/*
+ * A count of this process's futex(2) calls: the perf tracepoint
+ * syscalls:sys_enter_futex (and _time64 where it exists) opened on the
+ * calling thread with inherit, so that it counts the threads created after
+ * it; a read sums them, running or exited.  While it is open, every system
+ * call on the machine takes the traced path: runs under it are not timed.
+ * futex_counter_open() fails for good once it failed (no tracefs, no
+ * permission); futex_count_method says which method is used, or why none.
+ */
+struct futex_counter {
+	int fd[2];
+	int n;
+};
+bool futex_counter_open(struct futex_counter *c);
+uint64_t futex_counter_read(const struct futex_counter *c);
+void futex_counter_close(struct futex_counter *c);
+extern char futex_count_method[256];
+
 /* ---- single-wait histograms (bench_util.c) ----------------------------- */
 
 /*
@@ -295,6 +320,8 @@ struct options {
 	bool csv, json;
 	uint64_t write_every[16]; /* write-ratio sweep: 1 write per N ops (0: none) */
 	int nwrite_every;
+	bool targets_word;       /* --targets=word (--targets=all: too) */
+	int futex_reps;          /* futex-counted runs per lock and scenario */
 };
 
 extern struct options opt;
@@ -350,6 +377,12 @@ struct rec {
 	int nr, nw;                  /* reader / writer threads */
 	uint64_t write_every;        /* read-mostly: 1 write per N ops (0: n/a) */
 	uint64_t range_len;          /* random ranges of this many units (0: seed's) */
+	/* Per acquisition: context switches of the process in each timed run
+	 * (throughput records), and futex calls in nfutex extra untimed runs
+	 * (measure_futex_calls(); 0: not counted). */
+	double csw[MAX_REPS];
+	double futex[MAX_REPS];
+	int nfutex;
 	double ratio;                /* vs pthread_rwlock, > 1 is faster */
 	double pr_min, pr_max;       /* per-repetition paired ratios */
 	bool has_ratio;
@@ -404,6 +437,9 @@ struct run_result {
 	bool exclusion_ok;
 	bool has_wait;                       /* waits recorded */
 	uint64_t wait_p99_ns[WAIT_OF_COUNT], wait_max_ns[WAIT_OF_COUNT];
+	uint64_t csw;                        /* context switches of the process */
+	bool futex_counted;                  /* shape->count_futex and it worked */
+	uint64_t futex_calls;
 };
 
 /*
@@ -412,12 +448,14 @@ struct run_result {
  *      operations on average (chosen at random per operation; write_every
  *      0: never), as workload WL_MIXED;
  *  range_len: RG_RANDOM ranges are this many units long, at a random start
- *      (0: the seed's random start and end).
+ *      (0: the seed's random start and end);
+ *  count_futex: count the run's futex calls (struct futex_counter).
  */
 struct work_shape {
 	bool read_mostly;
 	uint64_t write_every;
 	uint64_t range_len;
+	bool count_futex;
 };
 
 /* One run of @duration_ms; @ls_given: use this lock set (NULL: a new one). */
@@ -439,6 +477,12 @@ int measure_point_shaped(const char *section, const char *tag,
 			 const enum lock_kind *kinds, int nk, enum workload wl,
 			 enum ranges rg, int threads, uint64_t work_in, uint64_t work_out,
 			 const struct work_shape *shape);
+/* Futex calls per acquisition of the point measured by measure_point*() at
+ * record @first (@nk kinds, the same @shape): opt.futex_reps more runs of
+ * each kind, interleaved, under a futex counter; their throughput is not
+ * kept (the counter slows every system call).  Nothing when counting is not
+ * possible (futex_count_method says why). */
+void measure_futex_calls(int first, int nk, const struct work_shape *shape);
 /* The lock kinds of the throughput sections, in table order. */
 int throughput_kinds(enum lock_kind *k);
 
@@ -506,10 +550,10 @@ void target_runq(struct target_row *t, const struct rec *a, const struct rec *b)
 /* met = value >= goal (or <= with @at_most); @report: no target, met? '-'. */
 void set_goal(struct target_row *t, double value, const char *target, double goal,
 	      bool at_most, bool report);
-void print_target_rows(FILE *out, const char *table, enum lock_kind k,
-		       const char *base_name, const char *value_name, int sw, int vw);
-/* "default policy" or "FIFO tree (range_lock_tree_set_fifo)". */
-const char *policy_title(enum lock_kind k);
+/* One table per policy of @rk: its rows of @table; @sw, @vw: widths of the
+ * scenario and value columns. */
+void print_target_tables(FILE *out, const char *table, const enum lock_kind *rk, int nrk,
+			 const char *base_name, const char *value_name, int sw, int vw);
 /* "<prefix>M Mops/s [min..max]" of a throughput record. */
 void fmt_mops(char *buf, size_t n, const struct rec *r, const char *prefix);
 
@@ -561,13 +605,19 @@ void fairness_row(const struct row_ctx *c, const char *label, const struct rec *
 /* "<label>, single wait p99 (ms)" <= 5 ms and "longest single wait" <= 20 ms. */
 void wait_rows(const struct row_ctx *c, const char *label, const struct rec *rl,
 	       const struct rec *peer);
-/* Every lock of the scenarios side by side: throughput, min/max, waits. */
-void print_full_detail(FILE *out, const struct full_scenario *o, int no,
-		       const enum lock_kind *kinds, int nk);
+/* "All locks in @title scenarios": every lock of @o side by side,
+ * throughput, min/max, waits. */
+void print_full_detail(FILE *out, const char *title, const struct full_scenario *o,
+		       int no, const enum lock_kind *kinds, int nk);
 
 /* ---- --targets=13 (bench_targets13.c) ---------------------------------- */
 
 void run_targets13(FILE *out);
 void write_json_targets13(FILE *f);
+
+/* ---- --targets=word (bench_targets_word.c) ----------------------------- */
+
+/* Its rows are target rows (table "word"): write_json_targets() writes them. */
+void run_targets_word(FILE *out);
 
 #endif /* RANGELOCK_BENCH_H */

@@ -30,7 +30,13 @@ static void usage(FILE *f)
 "                       threads outnumber CPUs, vs pthread_mutex)\n"
 "  --targets=fast-read  the reader fast path's table instead (also\n"
 "                       --targets=13): vs pthread_rwlock and vs librangelock\n"
-"                       with fast reads off ('today'); --targets=all runs both\n"
+"                       with fast reads off ('today')\n"
+"  --targets=word       colliding full-range lock calls (word mode): vs\n"
+"                       pthread_rwlock / pthread_mutex, with futex calls and\n"
+"                       context switches per critical section;\n"
+"                       --targets=all runs all three\n"
+"  --futex-reps N       --targets=word: extra untimed runs per lock that\n"
+"                       count futex calls (default 3, --quick 1; 0: none)\n"
 "  --reps N             repetitions per measurement (default 5; --targets 15)\n"
 "  --duration-ms N      length of one throughput run (default 200; --targets 250)\n"
 "  --threads LIST       thread counts, e.g. 1,2,4,8 (default 1, 2, 4, ... up to\n"
@@ -185,7 +191,7 @@ void parse_options(int argc, char **argv)
 {
 	enum { O_QUICK = 256, O_TARGETS, O_REPS, O_DUR, O_THREADS, O_WIN, O_WOUT, O_POOL,
 	       O_LOCKS, O_POLICY, O_WL, O_RG, O_SECT, O_FDIR, O_CSV, O_JSON, O_NOPROG,
-	       O_HELP, O_WRATIOS };
+	       O_HELP, O_WRATIOS, O_FUTEX_REPS };
 	static const struct option lopts[] = {
 		{ "quick", no_argument, 0, O_QUICK },
 		{ "targets", optional_argument, 0, O_TARGETS },
@@ -206,9 +212,10 @@ void parse_options(int argc, char **argv)
 		{ "no-progress", no_argument, 0, O_NOPROG },
 		{ "help", no_argument, 0, O_HELP },
 		{ "write-ratios", required_argument, 0, O_WRATIOS },
+		{ "futex-reps", required_argument, 0, O_FUTEX_REPS },
 		{ 0, 0, 0, 0 }
 	};
-	int reps = -1, c;
+	int reps = -1, futex_reps = -1, c;
 	int64_t dur = -1;
 	const char *threads = NULL, *locks = NULL, *wls = NULL, *rgs = NULL;
 	const char *policy = "both", *wratios = "0,10000,1000,100,10,2";
@@ -233,13 +240,23 @@ void parse_options(int argc, char **argv)
 			if (optarg && (!strcmp(optarg, "fast-read") || !strcmp(optarg, "13") ||
 				       !strcmp(optarg, "all")))
 				opt.targets13 = true;
-			if (!opt.targets && !opt.targets13) {
+			if (optarg && (!strcmp(optarg, "word") || !strcmp(optarg, "all")))
+				opt.targets_word = true;
+			if (!opt.targets && !opt.targets13 && !opt.targets_word) {
 				fprintf(stderr, "rangelock-bench: --targets takes no value, "
-					"=fast-read or =all\n");
+					"=fast-read, =word or =all\n");
 				exit(2);
 			}
 			break;
 		case O_WRATIOS: wratios = optarg; break;
+		case O_FUTEX_REPS:
+			futex_reps = (int)parse_u64(optarg, "--futex-reps");
+			if (parse_u64(optarg, "--futex-reps") > MAX_REPS) {
+				fprintf(stderr, "rangelock-bench: --futex-reps must be in "
+					"[0, %d]\n", MAX_REPS);
+				exit(2);
+			}
+			break;
 		case O_REPS: reps = (int)parse_u64(optarg, "--reps"); break;
 		case O_DUR: dur = (int64_t)parse_u64(optarg, "--duration-ms"); break;
 		case O_THREADS: threads = optarg; break;
@@ -277,9 +294,10 @@ void parse_options(int argc, char **argv)
 	}
 
 	/* Defaults, then --quick, then explicit options. */
-	any_targets = opt.targets || opt.targets13;
+	any_targets = opt.targets || opt.targets13 || opt.targets_word;
 	opt.reps = any_targets ? 15 : 5;
 	opt.duration_ms = any_targets ? 250 : 200;
+	opt.futex_reps = opt.quick ? 1 : 3;
 	opt.uncont_iters = 2000000;
 	opt.held_iters = 200000;
 	opt.held_max = 100000;
@@ -311,6 +329,8 @@ void parse_options(int argc, char **argv)
 		}
 		opt.reps = reps;
 	}
+	if (futex_reps >= 0)
+		opt.futex_reps = futex_reps;
 	if (dur >= 0) {
 		if (dur < 1) {
 			fprintf(stderr, "rangelock-bench: --duration-ms must be >= 1\n");

@@ -253,7 +253,8 @@ void write_csv(FILE *f)
 		"runq_wait_pct_max,policy,wait_p99_us_median,wait_p99_us_min,"
 		"wait_p99_us_max,wait_max_us_median,wait_max_us_min,wait_max_us_max,"
 		"read_wait_p99_us_median,read_wait_max_us_median,write_wait_p99_us_median,"
-		"write_wait_max_us_median,fast_read,write_every,range_len\n");
+		"write_wait_max_us_median,fast_read,write_every,range_len,csw_per_cs_median,"
+		"futex_per_cs_median,futex_runs\n");
 	for (int i = 0; i < nrecs; i++) {
 		struct rec *r = &recs[i];
 		bool tp = is_throughput_rec(r);
@@ -300,9 +301,20 @@ void write_csv(FILE *f)
 		/* fast_read: 1/0 for librangelock (range_lock_tree_set_fast_read),
 		 * empty for the other locks; write_every, range_len: the
 		 * read-mostly shape (0: not read-mostly, the seed's ranges). */
-		fprintf(f, ",%s,%" PRIu64 ",%" PRIu64 "\n",
+		fprintf(f, ",%s,%" PRIu64 ",%" PRIu64,
 			lk_is_range(r->lock) ? (lk_is_nofast(r->lock) ? "0" : "1") : "",
 			r->write_every, r->range_len);
+		/* csw_per_cs: context switches of the process per acquisition
+		 * (timed runs); futex_per_cs: futex calls per acquisition in
+		 * futex_runs untimed runs (--targets=word). */
+		if (tp)
+			fprintf(f, ",%.6f", median_of(r->csw, r->n));
+		else
+			fprintf(f, ",");
+		if (r->nfutex)
+			fprintf(f, ",%.6f,%d\n", median_of(r->futex, r->nfutex), r->nfutex);
+		else
+			fprintf(f, ",,0\n");
 	}
 }
 
@@ -359,7 +371,8 @@ void write_json(FILE *f)
 		", \"pool\": %" PRIu64 ", \"work_ticks_per_ns\": %.4f, \"quick\": %s, "
 		"\"targets\": %s, \"policies\": [%s%s%s]},\n", opt.reps, opt.duration_ms,
 		opt.work_in_ns, opt.work_out_ns, opt.pool, ticks_per_ns,
-		opt.quick ? "true" : "false", opt.targets || opt.targets13 ? "true" : "false",
+		opt.quick ? "true" : "false",
+		opt.targets || opt.targets13 || opt.targets_word ? "true" : "false",
 		opt.locks[LK_RANGE] ? "\"default\"" : "",
 		opt.locks[LK_RANGE] && opt.locks[LK_RANGE_FIFO] ? ", " : "",
 		opt.locks[LK_RANGE_FIFO] ? "\"fifo\"" : "");
@@ -379,7 +392,10 @@ void write_json(FILE *f)
 			s->held_peak, s->waiting_peak);
 	}
 	fprintf(f, "  \"check_failures\": %d,\n", check_failures);
-	if (opt.targets)
+	fprintf(f, "  \"futex_count_method\": ");
+	json_str(f, futex_count_method);
+	fprintf(f, ",\n");
+	if (opt.targets || opt.targets_word)
 		write_json_targets(f);
 	if (opt.targets13)
 		write_json_targets13(f);
@@ -424,6 +440,9 @@ void write_json(FILE *f)
 					k ? ", " : "", r->rmin[k], r->rmax[k], r->wmin[k],
 					r->wmax[k]);
 			fprintf(f, "]");
+			json_samples(f, "csw_per_cs", r->csw, r->n);
+			if (r->nfutex)
+				json_samples(f, "futex_per_cs", r->futex, r->nfutex);
 		}
 		if (r->has_wait) {
 			json_samples(f, "wait_p99_ns", r->wait_p99[WAIT_ALL], r->n);

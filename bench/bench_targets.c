@@ -313,9 +313,11 @@ static void wait_row(const struct row_ctx *c, const char *scenario, const struct
 		     const char *target, double goal_ms)
 {
 	struct target_row *t = trow_new(c->table, c->kind, scenario);
+	char ms[48];
 
 	fmt_ms(t->rl, sizeof(t->rl), v_rl, rl->n);
-	fmt_ms(t->base, sizeof(t->base), v_peer, peer->n);
+	fmt_ms(ms, sizeof(ms), v_peer, peer->n);
+	snprintf(t->base, sizeof(t->base), "%s%s", c->peer_prefix, ms);
 	t->peer = lk_name[peer->lock];
 	t->spread_lo = min_of(v_rl, rl->n) / 1e6;
 	t->spread_hi = max_of(v_rl, rl->n) / 1e6;
@@ -370,8 +372,8 @@ static void dashes(FILE *out, int n)
 
 /* The rows of one table and policy; @sw, @vw: widths of the scenario and
  * value columns (issue 7's table keeps its earlier layout). */
-void print_target_rows(FILE *out, const char *table, enum lock_kind k,
-		       const char *base_name, const char *value_name, int sw, int vw)
+static void print_target_rows(FILE *out, const char *table, enum lock_kind k,
+			      const char *base_name, const char *value_name, int sw, int vw)
 {
 	fprintf(out, "| %-*s | %-*s | %-*s | %6s | %-16s | %-4s | %-13s | %-11s |\n",
 		sw, "scenario", vw, lk_name[k], vw, base_name, value_name, "target", "met?",
@@ -387,7 +389,7 @@ void print_target_rows(FILE *out, const char *table, enum lock_kind k,
 	fprintf(out, "|\n");
 	for (int i = 0; i < ntrows; i++) {
 		struct target_row *t = &trows[i];
-		char spread[32], rq[32];
+		char spread[32], rq[32], value[16];
 
 		if (strcmp(t->table, table) || t->kind != k)
 			continue;
@@ -396,17 +398,30 @@ void print_target_rows(FILE *out, const char *table, enum lock_kind k,
 		else
 			snprintf(spread, sizeof(spread), "n/a");
 		snprintf(rq, sizeof(rq), "%.1f/%.1f", t->rq_med, t->rq_max);
-		fprintf(out, "| %-*s | %-*s | %-*s | %6.2f | %-16s | %-4s | %-13s | %-11s |\n",
-			sw, t->scenario, vw, t->rl, vw, t->base, t->value, t->target,
+		if (isfinite(t->value))
+			snprintf(value, sizeof(value), "%6.2f", t->value);
+		else
+			snprintf(value, sizeof(value), "%6s", "n/a");
+		fprintf(out, "| %-*s | %-*s | %-*s | %s | %-16s | %-4s | %-13s | %-11s |\n",
+			sw, t->scenario, vw, t->rl, vw, t->base, value, t->target,
 			t->report ? "-" : t->met ? "yes" : "NO", spread, rq);
 	}
 	fprintf(out, "\n");
 }
 
-const char *policy_title(enum lock_kind k)
+static const char *policy_title(enum lock_kind k)
 {
 	return k == LK_RANGE_FIFO ? "FIFO tree (range_lock_tree_set_fifo)"
 				  : "default policy";
+}
+
+void print_target_tables(FILE *out, const char *table, const enum lock_kind *rk, int nrk,
+			 const char *base_name, const char *value_name, int sw, int vw)
+{
+	for (int p = 0; p < nrk; p++) {
+		fprintf(out, "librangelock: %s\n", policy_title(rk[p]));
+		print_target_rows(out, table, rk[p], base_name, value_name, sw, vw);
+	}
 }
 
 static void print_issue7(FILE *out, const enum lock_kind *rk, int nrk, int held0)
@@ -423,10 +438,7 @@ static void print_issue7(FILE *out, const enum lock_kind *rk, int nrk, int held0
 	fprintf(out, "values: median (sd: standard deviation); spread: min..max of the per-repetition "
 		"paired ratios\nrunq: time the measuring threads waited for a CPU "
 		"(other load), %% of their time, median/max over the row's runs\n\n");
-	for (int p = 0; p < nrk; p++) {
-		fprintf(out, "librangelock: %s\n", policy_title(rk[p]));
-		print_target_rows(out, "issue7", rk[p], "pthread_rwlock", "ratio", 46, 26);
-	}
+	print_target_tables(out, "issue7", rk, nrk, "pthread_rwlock", "ratio", 46, 26);
 
 	/* The 2-thread mixed run (1 reader + 1 writer): per-kind throughput. */
 	for (int p = 0; p < nrk; p++) {
@@ -458,9 +470,11 @@ static void print_issue7(FILE *out, const enum lock_kind *rk, int nrk, int held0
 
 /* Every lock kind of @no scenarios side by side (a kind not measured in a
  * scenario is left out of it). */
-void print_full_detail(FILE *out, const struct full_scenario *o, int no,
-		       const enum lock_kind *kinds, int nk)
+void print_full_detail(FILE *out, const char *title, const struct full_scenario *o,
+		       int no, const enum lock_kind *kinds, int nk)
 {
+	fprintf(out, "All locks in %s scenarios (median [min..max] over the repetitions):"
+		"\n\n", title);
 	fprintf(out, "| %-22s | %-17s | %-24s | %-18s | %-18s | %-30s | %-30s | %-9s |\n",
 		"scenario", "lock", "Mops/s", "writers min/max", "readers min/max",
 		"wait p99 (ms)", "longest wait (ms)", "runq %");
@@ -506,13 +520,8 @@ static void print_issue12(FILE *out, const enum lock_kind *rk, int nrk,
 		"of the run, 99th percentile / longest, ms (spread: over the repetitions)\n"
 		"targets apply to the default policy; the FIFO tree's rows are reported "
 		"only (met? '-')\n\n");
-	for (int p = 0; p < nrk; p++) {
-		fprintf(out, "librangelock: %s\n", policy_title(rk[p]));
-		print_target_rows(out, "issue12", rk[p], "pthread_mutex", "value", 48, 34);
-	}
-	fprintf(out, "All locks in the issue 12 scenarios (median [min..max] over the "
-		"repetitions):\n\n");
-	print_full_detail(out, oversub, NOVERSUB, kinds, nk);
+	print_target_tables(out, "issue12", rk, nrk, "pthread_mutex", "value", 48, 34);
+	print_full_detail(out, "the issue 12", oversub, NOVERSUB, kinds, nk);
 }
 
 /* ---- the run ----------------------------------------------------------- */

@@ -189,6 +189,8 @@ void run_workload_shaped(enum lock_kind kind, enum workload wl, enum ranges rg,
 			 const struct work_shape *shape, struct run_result *res)
 {
 	const struct work_shape none = { 0 };
+	struct futex_counter fc = { .n = 0 };
+	uint64_t csw0, fx0 = 0;
 
 	struct run *r = aligned_alloc(CACHELINE, sizeof(*r));
 	struct worker *w = aligned_alloc(CACHELINE, sizeof(*w) * (size_t)nthreads);
@@ -219,6 +221,9 @@ void run_workload_shaped(enum lock_kind kind, enum workload wl, enum ranges rg,
 	atomic_init(&r->stop, 0);
 	pthread_barrier_init(&r->bar, NULL, (unsigned)nthreads + 1);
 
+	/* Before the threads exist: they inherit the counter. */
+	if (shape->count_futex)
+		futex_counter_open(&fc);
 	uint64_t unit = (opt.pool + 1) / (uint64_t)nthreads;
 	for (int i = 0; i < nthreads; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
@@ -245,6 +250,9 @@ void run_workload_shaped(enum lock_kind kind, enum workload wl, enum ranges rg,
 		}
 	}
 	pthread_barrier_wait(&r->bar);
+	csw0 = context_switches();
+	if (fc.n)
+		fx0 = futex_counter_read(&fc);
 	t0 = now_ns();
 	sleep_ns(duration_ms * 1000000ull);
 	atomic_store_explicit(&r->stop, 1, memory_order_relaxed);
@@ -267,6 +275,14 @@ void run_workload_shaped(enum lock_kind kind, enum workload wl, enum ranges rg,
 			if (w[i].nwrite < res->wmin) res->wmin = w[i].nwrite;
 			if (w[i].nwrite > res->wmax) res->wmax = w[i].nwrite;
 		}
+	}
+	/* After the joins: the threads' counts are the process's now.  Both
+	 * include the main thread's sleep and joins: a few per run. */
+	res->csw = context_switches() - csw0;
+	if (fc.n) {
+		res->futex_calls = futex_counter_read(&fc) - fx0;
+		res->futex_counted = true;
+		futex_counter_close(&fc);
 	}
 	if (!res->nr) res->rmin = 0;
 	if (!res->nw) res->wmin = 0;
@@ -311,6 +327,8 @@ static void add_sample(struct rec *rc, const struct run_result *res)
 	rc->frd[k] = res->nr > 1 ? (res->rmax ? (double)res->rmin / (double)res->rmax : 0) : 1;
 	rc->fwr[k] = res->nw > 1 ? (res->wmax ? (double)res->wmin / (double)res->wmax : 0) : 1;
 	rc->has_wait = res->has_wait;
+	rc->csw[k] = res->reads + res->writes ?
+		     (double)res->csw / (double)(res->reads + res->writes) : NAN;
 	for (int j = 0; j < WAIT_OF_COUNT; j++) {
 		rc->wait_p99[j][k] = (double)res->wait_p99_ns[j];
 		rc->wait_max[j][k] = (double)res->wait_max_ns[j];
@@ -368,6 +386,32 @@ int measure_point_shaped(const char *section, const char *tag,
 			add_sample(&recs[first + k], &res);
 		}
 	return first;
+}
+
+void measure_futex_calls(int first, int nk, const struct work_shape *shape)
+{
+	struct work_shape counted = { 0 };
+
+	if (shape)
+		counted = *shape;
+	counted.count_futex = true;
+	for (int rep = 0; rep < opt.futex_reps; rep++)
+		for (int k = 0; k < nk; k++) {
+			struct rec *rc = &recs[first + k];
+			struct run_result res;
+
+			progress("%s %s/%s %dthr %s futex count %d/%d", rc->tag[0] ? rc->tag :
+				 "throughput", wl_name[rc->wl], rg_name[rc->rg], rc->threads,
+				 lk_name[rc->lock], rep + 1, opt.futex_reps);
+			run_workload_shaped(rc->lock, (enum workload)rc->wl, (enum ranges)rc->rg,
+					    rc->threads, rc->work_in, rc->work_out,
+					    opt.duration_ms, NULL, &counted, &res);
+			if (!res.futex_counted)
+				return;  /* not possible here: futex_count_method */
+			if (res.reads + res.writes)
+				rc->futex[rc->nfutex++] = (double)res.futex_calls /
+							  (double)(res.reads + res.writes);
+		}
 }
 
 /* ---- the "throughput" section ------------------------------------------ */

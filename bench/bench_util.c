@@ -6,7 +6,10 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
+#include <linux/perf_event.h>
 #include <stdarg.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -141,6 +144,130 @@ uint64_t runq_wait_ns(void)
 	n = fscanf(f, "%llu %llu", &run, &wait);
 	fclose(f);
 	return n == 2 ? (uint64_t)wait : 0;
+}
+
+/* ---- context switches and futex calls ---------------------------------- */
+
+uint64_t context_switches(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
+char futex_count_method[256] = "futex calls not counted (--futex-reps 0)";
+static bool futex_count_failed;
+
+/* The id of tracepoint syscalls:@name, or -1 (tracefs not mounted, no such
+ * system call here). */
+static long tracepoint_id(const char *name)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing",
+					     "/sys/kernel/debug/tracing" };
+	char path[160];
+	long id = -1;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]) && id < 0; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", roots[i], name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%ld", &id) != 1)
+			id = -1;
+		fclose(f);
+	}
+	return id;
+}
+
+static int perf_open_tracepoint(long id)
+{
+	struct perf_event_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_TRACEPOINT;
+	a.size = sizeof(a);
+	a.config = (uint64_t)id;
+	a.inherit = 1;  /* the threads this thread creates from now on */
+	fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		/* perf_event_paranoid >= 2 without CAP_PERFMON: the syscall
+		 * tracepoints fire with the caller's user registers, so they
+		 * still count with the kernel excluded. */
+		a.exclude_kernel = 1;
+		a.exclude_hv = 1;
+		fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	}
+	return fd;
+}
+
+bool futex_counter_open(struct futex_counter *c)
+{
+	/* futex_time64: the 64-bit-time call of 32-bit ABIs (librangelock and
+	 * glibc use it there); absent on 64-bit ones. */
+	static const char *const names[] = { "sys_enter_futex", "sys_enter_futex_time64" };
+	char used[64] = "";
+
+	c->n = 0;
+	if (futex_count_failed)
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		long id = tracepoint_id(names[i]);
+		int fd;
+
+		if (id < 0) {
+			if (i == 0) {
+				snprintf(futex_count_method, sizeof(futex_count_method),
+					 "futex calls not counted: no tracepoint "
+					 "syscalls:sys_enter_futex (is tracefs mounted on "
+					 "/sys/kernel/tracing?)");
+				futex_count_failed = true;
+				return false;
+			}
+			continue;
+		}
+		fd = perf_open_tracepoint(id);
+		if (fd < 0) {
+			snprintf(futex_count_method, sizeof(futex_count_method),
+				 "futex calls not counted: perf_event_open(syscalls:%s): %s "
+				 "(kernel.perf_event_paranoid?)", names[i], strerror(errno));
+			futex_counter_close(c);
+			futex_count_failed = true;
+			return false;
+		}
+		c->fd[c->n++] = fd;
+		snprintf(used + strlen(used), sizeof(used) - strlen(used), "%s%s",
+			 i ? "+" : "", names[i] + strlen("sys_enter_"));
+	}
+	snprintf(futex_count_method, sizeof(futex_count_method),
+		 "futex calls: perf tracepoint syscalls:sys_enter_{%s} (perf_event_open "
+		 "on the process, inherited by the run's threads), in %d extra untimed "
+		 "run(s) per lock", used, opt.futex_reps);
+	return true;
+}
+
+uint64_t futex_counter_read(const struct futex_counter *c)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < c->n; i++) {
+		uint64_t v;
+
+		if (read(c->fd[i], &v, sizeof(v)) == (ssize_t)sizeof(v))
+			sum += v;
+	}
+	return sum;
+}
+
+void futex_counter_close(struct futex_counter *c)
+{
+	for (int i = 0; i < c->n; i++)
+		close(c->fd[i]);
+	c->n = 0;
 }
 
 /* ---- single-wait histograms -------------------------------------------- */

@@ -29,7 +29,8 @@
  * "faster than pthread_rwlock".
  *
  * --targets runs the scenarios of the performance issues and prints whether
- * each target is met (--targets=13: issue 13's, the reader fast path).
+ * each target is met (--targets=13: issue 13's, the reader fast path;
+ * --targets=word: colliding full-range calls, word mode).
  * The sections read-scaling and write-ratio (issue 13's sweeps) run only
  * when --sections names them.  Nothing is hard-coded: every number printed is
  * measured in this run.
@@ -102,7 +103,7 @@ int main(int argc, char **argv)
 	if (opt.json && !strcmp(opt.json_path, "-"))
 		table = NULL;
 
-	if (opt.targets || opt.targets13) {
+	if (opt.targets || opt.targets13 || opt.targets_word) {
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *mem = open_memstream(&buf, &len);
@@ -115,6 +116,8 @@ int main(int argc, char **argv)
 			run_targets(mem);
 		if (opt.targets13)
 			run_targets13(mem);
+		if (opt.targets_word)
+			run_targets_word(mem);
 		fclose(mem);
 		read_load(load_after);
 		if (table) {
