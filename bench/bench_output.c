@@ -296,7 +296,7 @@ void write_csv(FILE *f)
 			else
 				fprintf(f, ",");
 		} else {
-			fprintf(f, ",,,,,,,,,");
+			fprintf(f, ",,,,,,,,,,");  /* the 10 wait columns */
 		}
 		/* fast_read: 1/0 for librangelock (range_lock_tree_set_fast_read),
 		 * empty for the other locks; write_every, range_len: the
