@@ -160,26 +160,33 @@ uint64_t context_switches(void)
 char futex_count_method[256] = "futex calls not counted (--futex-reps 0)";
 static bool futex_count_failed;
 
-/* The id of tracepoint syscalls:@name, or -1 (tracefs not mounted, no such
- * system call here). */
+/* The id of tracepoint syscalls:@name, or -1 with errno of the first place
+ * tried (ENOENT: tracefs not mounted, or no such system call here; EACCES:
+ * tracefs is readable by root only). */
 static long tracepoint_id(const char *name)
 {
 	static const char *const roots[] = { "/sys/kernel/tracing",
 					     "/sys/kernel/debug/tracing" };
 	char path[160];
 	long id = -1;
+	int err = 0;
 
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]) && id < 0; i++) {
 		FILE *f;
 
 		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", roots[i], name);
 		f = fopen(path, "r");
-		if (!f)
+		if (!f) {
+			if (!err)
+				err = errno;
 			continue;
+		}
 		if (fscanf(f, "%ld", &id) != 1)
 			id = -1;
 		fclose(f);
 	}
+	if (id < 0)
+		errno = err ? err : EINVAL;
 	return id;
 }
 
@@ -222,9 +229,10 @@ bool futex_counter_open(struct futex_counter *c)
 		if (id < 0) {
 			if (i == 0) {
 				snprintf(futex_count_method, sizeof(futex_count_method),
-					 "futex calls not counted: no tracepoint "
-					 "syscalls:sys_enter_futex (is tracefs mounted on "
-					 "/sys/kernel/tracing?)");
+					 "futex calls not counted: tracepoint "
+					 "syscalls:sys_enter_futex: %s (tracefs must be mounted "
+					 "on /sys/kernel/tracing and readable: root)",
+					 strerror(errno));
 				futex_count_failed = true;
 				return false;
 			}
