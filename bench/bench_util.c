@@ -6,12 +6,23 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
-#include <linux/perf_event.h>
 #include <stdarg.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The kernel's perf header, for counting futex calls; C libraries without
+ * the kernel headers (musl-gcc) build without that count. */
+#if defined(__has_include)
+#if __has_include(<linux/perf_event.h>)
+#include <linux/perf_event.h>
+#define HAVE_PERF_EVENT 1
+#endif
+#endif
+#ifndef HAVE_PERF_EVENT
+#define HAVE_PERF_EVENT 0
+#endif
 
 /* ---- lock types -------------------------------------------------------- */
 
@@ -190,6 +201,7 @@ static long tracepoint_id(const char *name)
 	return id;
 }
 
+#if HAVE_PERF_EVENT
 static int perf_open_tracepoint(long id)
 {
 	struct perf_event_attr a;
@@ -211,6 +223,14 @@ static int perf_open_tracepoint(long id)
 	}
 	return fd;
 }
+#else
+static int perf_open_tracepoint(long id)
+{
+	(void)id;
+	errno = ENOSYS;
+	return -1;
+}
+#endif
 
 bool futex_counter_open(struct futex_counter *c)
 {
@@ -222,6 +242,12 @@ bool futex_counter_open(struct futex_counter *c)
 	c->n = 0;
 	if (futex_count_failed)
 		return false;
+	if (!HAVE_PERF_EVENT) {
+		snprintf(futex_count_method, sizeof(futex_count_method),
+			 "futex calls not counted: built without <linux/perf_event.h>");
+		futex_count_failed = true;
+		return false;
+	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		long id = tracepoint_id(names[i]);
 		int fd;
