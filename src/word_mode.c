@@ -100,6 +100,28 @@ static void word_sleep(struct waiter *w, tree_word_t *word, uintptr_t v, bool bo
 	(void)rl_wait(tree_word_futex(word), (uint32_t)v, CLOCK_MONOTONIC, &until, 0);
 }
 
+/*
+ * CAS a free word to @value (the fast path's acq_rel CAS and annotations).
+ * On failure *@v is the value that beat us: going on with it, not with a
+ * fresh load, means a waiter that keeps losing to bargers still sees their
+ * fast values and so reaches its hand-off bound (a fresh load could read 0
+ * every time: found by the model's progress check).
+ */
+static bool take_free_word(tree_word_t *word, uintptr_t *v, uintptr_t value)
+{
+	uintptr_t seen = 0;
+
+	rl_hb_release_if(word, 0); /* acq_rel: publishes the request */
+	if (atomic_compare_exchange_strong_explicit(word, &seen, value,
+						    memory_order_acq_rel,
+						    memory_order_acquire)) {
+		rl_hb_acquire(word); /* from the last holder's release */
+		return true;
+	}
+	*v = seen;
+	return false;
+}
+
 /* The word waiter's loop (the design above; word_mode.h says what it
  * returns). */
 int word_wait(struct range_lock_tree *tree, struct range_lock *lock,
@@ -149,12 +171,11 @@ int word_wait(struct range_lock_tree *tree, struct range_lock *lock,
 				break;
 			}
 		} else if (v == 0) {
-			if (tree_fast_acquire(word, slept ? granted : mine)) {
+			if (take_free_word(word, &v, slept ? granted : mine)) {
 				r = WORD_HELD;
 				break;
 			}
-			v = atomic_load_explicit(word, memory_order_acquire);
-			continue;
+			continue; /* with the value that beat us, never 0 */
 		}
 		if (!word_blocks(tree, v))
 			break; /* tree mode: displaced */
