@@ -58,10 +58,11 @@
  * the tree: it spins briefly on the word, then sleeps on it, and the
  * holder's unlock wakes one such sleeper; a running thread may take the
  * range first.  The hand-off bound holds there too: a word waiter that has
- * waited about 2 ms asks for the range and the holder's unlock hands it over
- * directly, so no running thread can take it first; when several waiters
- * have passed the bound, each hand-over goes to one of them (whichever asks
- * first, not necessarily the one that waited longest).  Anything else that comes (a partial
+ * waited about 2 ms asks for the range as soon as it runs, and from then on
+ * the holder's unlock hands it over directly, so no running thread can take
+ * it first; when several waiters have passed the bound, each hand-over goes
+ * to one of them (whichever asked first, not necessarily the one that
+ * waited longest).  Anything else that comes (a partial
  * range, a reader, an interruptible or killable call, the dump, statistics)
  * sends the word waiters into the tree, where they wait as usual, keeping
  * their arrival time; when the tree empties, word mode is back.  FIFO
