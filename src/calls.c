@@ -481,6 +481,47 @@ int range_write_trylock(struct range_lock_tree *tree, struct range_lock *lock)
 
 /* ---- release (check_held(): protocol.h; downgrade: protocol.c) -------- */
 
+/*
+ * Release @lock's hold through the lock word: true if done, false if it
+ * must be unlocked through the tree (it was displaced into it, or it is no
+ * fast hold at all: then check_held() names the misuse).  When word waiters
+ * changed the word, the slow release runs only for a request that looks
+ * fast held in this mode (linked, no parent): a hand-off value names the
+ * asking waiter, not the holder, so an unlock of a request that is not the
+ * word's holder (never locked, unlocked twice, the wrong mode) must not
+ * hand the word over.  The flags are read relaxed: a displacer may rewrite
+ * them meanwhile, and then its CAS on the word made ours fail or will
+ * (either value read leads to the tree path or a failed CAS there).
+ */
+static bool word_release_waited(tree_word_t *word, struct range_lock *lock, bool reader,
+				uintptr_t seen);
+
+static inline bool word_release(struct range_lock_tree *tree, struct range_lock *lock,
+				bool reader)
+{
+	tree_word_t *word = tree_lock_word(tree);
+	uintptr_t seen;
+
+	if (__builtin_expect(tree_fast_release(word, fast_value(lock, reader), &seen), 1))
+		return true;
+	return word_release_waited(word, lock, reader, seen);
+}
+
+/* word_release() when word waiters changed the word (or a displacer): out
+ * of line, off the uncontended path. */
+static __attribute__((noinline)) bool
+word_release_waited(tree_word_t *word, struct range_lock *lock, bool reader,
+		    uintptr_t seen)
+{
+	if (!tl_is_fast(seen))
+		return false;
+	rl_race_ok(&lock->rb_parent_flags, sizeof(lock->rb_parent_flags));
+	if (__atomic_load_n(&lock->rb_parent_flags, __ATOMIC_RELAXED) !=
+	    ((reader ? RL_READER : 0) | RL_LINKED))
+		return false;
+	return tree_fast_release_waited(word, fast_value(lock, reader), seen);
+}
+
 static inline __attribute__((always_inline)) void unlock_common(const char *call, struct range_lock_tree *tree,
 			  struct range_lock *lock, bool reader)
 {
@@ -500,7 +541,7 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 			lock->owner_tid = 0;
 			return;
 		}
-	} else if (tree_fast_release(tree_lock_word(tree), fast_value(lock, reader))) {
+	} else if (word_release(tree, lock, reader)) {
 		/* Ours alone again (nobody displaced it): not in a tree. */
 		lock->rb_parent_flags = 0;
 		return;

@@ -60,20 +60,22 @@ uintptr_t tree_lock_acquire_slow(tree_word_t *word)
 
 /*
  * A fast holder leaves, and its release CAS found @seen instead of its plain
- * value.  While it holds through the word, only word waiters change that
- * value, into one about this holder: its sleepers value (a word sleeper set
- * it, or a timed hand-off waiter restored it) or a hand-off request (a
- * marked word waiter asked for the word).  Anything else means a displacer
- * took the word: the holder is in the tree (false).  (A displaced holder is
- * in the tree until its own unlock, so no other holder's value can be
- * there meanwhile.)
+ * value @fast.  While it holds through the word, only word waiters change
+ * that value, into one about this holder: its sleepers value (a word
+ * sleeper set it, or a timed hand-off waiter restored it) or a hand-off
+ * request (a marked word waiter asked for the word).  Anything else means a
+ * displacer took the word: the holder is in the tree (false).  (A displaced
+ * holder is in the tree until its own unlock, so no other holder's value
+ * can be there meanwhile.)
  */
-bool tree_fast_release_waited(tree_word_t *word, uintptr_t seen)
+bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen)
 {
+	uintptr_t sleepers = tl_sleepers_value(fast, tl_fast_reader(fast));
+
 	for (;;) {
 		if (!tl_is_fast(seen))
 			return false; /* displaced: the displacer woke them all */
-		if (tl_code(seen) == TL_FAST_WS || tl_code(seen) == TL_FAST_RS) {
+		if (seen == sleepers) {
 			rl_hb_release_if(word, seen);
 			if (!atomic_compare_exchange_strong_explicit(
 				    word, &seen, 0, memory_order_release,

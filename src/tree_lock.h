@@ -203,25 +203,31 @@ static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
 						       memory_order_relaxed);
 }
 
-/* The release of a fast hold that word waiters wait for (word mode): out
- * of line, since it wakes them. */
-bool tree_fast_release_waited(tree_word_t *word, uintptr_t seen);
+/*
+ * The release of a fast hold that word waiters wait for (word mode): out
+ * of line, since it wakes them.  @seen: the value the plain release CAS
+ * found instead of the holder's plain value @fast.  The caller must know
+ * that it is the word's holder (calls.c checks the request's flags): a
+ * hand-off value names the asking waiter, not the holder.
+ */
+bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen);
 
 /*
- * Release a fast hold @fast (its plain value); false if it was displaced
- * (materialised) meanwhile.  Word waiters may have changed the plain value
- * into a sleepers or hand-off value (tree_fast_release_waited()).
+ * Release a fast hold @fast (its plain value): true if done.  False with
+ * *@seen the value found instead: a displacer's (the holder is in the
+ * tree), or a word waiter's (tree_fast_release_waited()).
  */
-static inline bool tree_fast_release(tree_word_t *word, uintptr_t fast)
+static inline bool tree_fast_release(tree_word_t *word, uintptr_t fast, uintptr_t *seen)
 {
-	uintptr_t seen = fast;
+	uintptr_t expected = fast;
 
 	rl_hb_release_if(word, fast); /* not if materialised (CAS fails) */
 	if (__builtin_expect(atomic_compare_exchange_strong_explicit(
-				     word, &seen, 0, memory_order_release,
+				     word, &expected, 0, memory_order_release,
 				     memory_order_relaxed), 1))
 		return true;
-	return tl_is_fast(seen) && tree_fast_release_waited(word, seen);
+	*seen = expected;
+	return false;
 }
 
 #endif /* RANGELOCK_TREE_LOCK_H */

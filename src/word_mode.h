@@ -16,12 +16,31 @@
 
 enum word_result { WORD_HELD = 1, WORD_TREE };
 
+/*
+ * Futexes compare the word's low 32 bits.  A request at an address that is
+ * 0 modulo 2^32 (64-bit only) would put values whose low half is 0, 1 or 4
+ * (TL_HANDED, TL_HANDOFF_W, TL_HANDOFF_R) in the word -- a free or tree-mode
+ * word to a sleeper -- so such a request never waits on the word (it takes
+ * the tree path).  Holder values then always have a low half >= 8 or one of
+ * 2, 5, 6, 7, none of them a tree_lock state.
+ */
+static inline bool futex_half_is_small(const struct range_lock *lock)
+{
+#if UINTPTR_MAX > UINT32_MAX
+	return (uint32_t)(uintptr_t)lock == 0;
+#else
+	(void)lock;
+	return false; /* the futex is the whole word */
+#endif
+}
+
 /* May this call wait on the word?  @w is NULL for trylock. */
 static inline bool word_mode_request(const struct range_lock *lock, bool reader,
 				     const struct waiter *w)
 {
 	return !reader && lock->start == 0 && lock->last == RANGE_LOCK_FULL &&
-	       (!w || w->kind == WAIT_PLAIN || w->kind == WAIT_TIMED);
+	       (!w || w->kind == WAIT_PLAIN || w->kind == WAIT_TIMED) &&
+	       !futex_half_is_small(lock);
 }
 
 /* Does the word value @v (read with acquire) make a whole-resource writer
