@@ -170,8 +170,9 @@ hidden byte hk, hm, hc;
 #define CAN_EXPIRE   true
 #define NOT_EXPIRED  true
 #endif
-/* may a tree waiter mark itself now? */
-#ifdef MUT_NO_HANDOFF
+/* may a tree waiter mark itself now?  (-DNO_TREE_MARK: only an
+ * ex-word-waiter past the bound is marked, at its insertion) */
+#if defined(MUT_NO_HANDOFF) || defined(NO_TREE_MARK)
 #define CAN_TMARK    false
 #elif defined(LIVENESS)
 #define CAN_TMARK    (!marked[i] && expired[i])
@@ -209,7 +210,9 @@ inline wake_all()
 inline materialise()
 {
 	hk = FK(tw);
-	assert(nreq == 0 && !intree[hk]);
+#ifndef NO_INVARIANT
+	assert(nreq == 0 && !intree[hk]);	/* fast holders: empty tree */
+#endif
 	assert(rd[hk] == FR(tw));
 	seq[hk] = 0; nreq = 1; intree[hk] = 1; word[hk] = 0;
 	hk = 0
@@ -638,10 +641,17 @@ start:
 wloop:	/* the word waiter's loop, one pass */
 	atomic {
 		if
-		:: tw == TW_FREE ->	/* step 2: CAS(0 -> N|code), won */
+#ifndef SPLIT_STEP2
+		/* step 2: CAS(0 -> N|code), won.  The load and the CAS in one
+		 * step: a failed CAS goes on with the value it returned, as
+		 * the load of the next pass (-DSPLIT_STEP2: not so) */
+		:: tw == TW_FREE ->
 			tw = TW_FAST(i, isr, slept); fast = 1;
 			owe[i] = 0;	/* slept: pessimistic, discharged */
 			granted(i); shadow_enter(); goto owner
+#else
+		:: tw == TW_FREE -> goto wcas
+#endif
 		:: IS_FAST(tw) && WCONF(tw) ->	/* step 3 */
 			if
 			:: CAN_EXPIRE ->	/* 3a: the bound: leave, marked */
@@ -669,6 +679,19 @@ wloop:	/* the word waiter's loop, one pass */
 			goto wleave
 		fi
 	}
+#ifdef SPLIT_STEP2
+wcas:	/* the CAS of step 2 after a load of 0; failed: pass again, with a
+	 * fresh load (the value the CAS returned is ignored) */
+	atomic {
+		if
+		:: tw == TW_FREE ->
+			tw = TW_FAST(i, isr, slept); fast = 1;
+			owe[i] = 0;
+			granted(i); shadow_enter(); goto owner
+		:: else -> goto wloop
+		fi
+	}
+#endif
 wsleep:	/* 3e: FUTEX_WAIT(sleepers value, until min(deadline, t0 + bound)) */
 	atomic {
 		if
