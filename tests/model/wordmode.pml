@@ -296,7 +296,12 @@ inline tl_take()
 inline tl_wake()
 {
 	if
-	:: ws -> atomic { wake1(); ws = 0; pw[i] = 0 }
+	:: ws -> atomic {
+#ifdef PROBE_CROSS_WAKE2
+			/* probe: tree_lock's wake may reach a word sleeper */
+			assert(fq[0] != 2 && fq[1] != 2 && fq[2] != 2);
+#endif
+			wake1(); ws = 0; pw[i] = 0 }
 	:: else
 	fi
 }
@@ -406,7 +411,11 @@ inline count_blockers()
 			   CONFLICT(isr, rd[hk]) ->
 				cnt++;
 				if
+#ifndef MUT_OVERTAKE_MARKED
 				:: word[hk] == 0 || (word[hk] & HANDOFF) -> ovt = 0
+#else
+				:: word[hk] == 0 -> ovt = 0	/* mutant */
+#endif
 				:: else
 				fi
 			:: else
@@ -874,7 +883,13 @@ owner:
 #endif
 		}
 #ifndef MUT_UNLOCK_NO_WAKE
-		atomic { wake1(); pw[i] = 0 };	/* FUTEX_WAKE(1) */
+		atomic {
+#ifdef PROBE_CROSS_WAKE
+			/* probe: the word's wake may reach a tree_lock sleeper */
+			assert(fq[0] != 1 && fq[1] != 1 && fq[2] != 1);
+#endif
+			wake1(); pw[i] = 0
+		};	/* FUTEX_WAKE(1) */
 #endif
 		goto leave
 	:: (!fast || (tw != TW_FAST(i, isr, 0) && tw != TW_FAST(i, isr, 1))) ->
@@ -948,6 +963,12 @@ active proctype clock()
 #define MON_OK  (WORD_OK && WAKE_OK)
 #else
 #define MON_OK  WAKE_OK
+#endif
+#ifdef PROBE_MIXED
+/* probe: both kinds of sleeper in the queue at once */
+#undef MON_OK
+#define MON_OK (!((fq[0] == 1 || fq[1] == 1 || fq[2] == 1) && \
+		  (fq[0] == 2 || fq[1] == 2 || fq[2] == 2)))
 #endif
 active proctype monitor()
 {
