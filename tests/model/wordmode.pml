@@ -68,11 +68,28 @@
  * timeout without the pass-on wake), MUT_RELEASE_NONEMPTY (tree_unlock
  * writes 0 when no request WAITS, though held ones remain),
  * MUT_UNLOCK_NO_WAKE (CAS(P|sleepers -> 0) without the wake),
- * MUT_DISPLACE_NO_WAKE (the displacer does not wake all).
+ * MUT_DISPLACE_NO_WAKE (the displacer does not wake all),
+ * MUT_OVERTAKE_MARKED (a newcomer overtakes a marked waiter: shows that
+ * the ghost marks of ex-word-waiters are live).
  *
- * DESIGN OPTION: -DREADER_WORD_WAITERS: full-range readers wait on the word
- * too (draft 1 as written); without it only full-range writers do
- * (readers facing a writer's word take the tree path).  See findings.
+ * PROBES (each must fail, to show the interleaving is reached):
+ * PROBE_MIXED (both kinds of sleeper in the queue at once),
+ * PROBE_CROSS_WAKE (a word unlock's FUTEX_WAKE(1) with a tree_lock sleeper
+ * queued), PROBE_CROSS_WAKE2 (tree_lock's wake with a word sleeper queued).
+ *
+ * DESIGN OPTIONS (draft 1 as written, each fails: docs/model.md):
+ * -DREADER_WORD_WAITERS: full-range readers wait on the word too; without
+ * it only full-range writers do (a reader facing a writer's word takes the
+ * tree path).  -DSPLIT_STEP2: a failed step-2 CAS is followed by a fresh
+ * load (without it, the pass goes on with the value the CAS returned).
+ *
+ * OTHER FLAGS: -DNUNITS=1|2, -DROUNDS=r (-DROUNDS0), -DTWO_THREADS,
+ * -DPLAIN_ONLY (no timed calls; else thread 1 may be _timedlock,
+ * -DALL_TIMED any thread), -DNO_DOWNGRADE, -DNO_TREE_MARK (only ex-word-
+ * waiters are marked), -DNO_INVARIANT, -DNO_WAKE_INV (drop the tree and
+ * the lost-wake-up invariants, to see which behaviour catches a mutant),
+ * -DATOMIC_CS (tree_lock sections as one step; implied by -DLIVENESS),
+ * -DLIVENESS (clock process, progress claim; pan -a -f).
  */
 
 #ifndef NUNITS
