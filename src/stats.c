@@ -128,10 +128,12 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 	fprintf(out, "range_lock_tree %p: %u request(s), next seqnum %llu\n",
 		(void *)tree, tree->nr_requests, (unsigned long long)tree->seqnum);
 	/* Word waiters live on their stacks only: the displacement above
-	 * woke them, and they enter the tree as soon as tree_lock is free. */
+	 * woke the sleeping ones (the count is the futex's: tree_lock
+	 * sleepers on the same word are in it, spinning waiters are not),
+	 * and they enter the tree as soon as tree_lock is free. */
 	if (tl_word_sleepers_woken)
-		fprintf(out, "  (%d thread(s) slept on the lock word for the whole "
-			"resource; woken, they now enter the tree)\n",
+		fprintf(out, "  (%d thread(s) slept on the lock word, whole-resource "
+			"writers among them; woken, they now enter the tree)\n",
 			tl_word_sleepers_woken);
 	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
 		word = atomic_load_explicit(wait_word((struct range_lock *)n),

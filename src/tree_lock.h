@@ -15,7 +15,7 @@
  *                        every fast value is >= 8 and every other state < 8.
  *   request | TL_FAST_WS the same, and whole-resource writers may sleep on
  *   request | TL_FAST_RS the word waiting for it ("word sleepers": word mode,
- *                        rangelock.c).  Whoever ends such a value wakes them:
+ *                        word_mode.c).  Whoever ends such a value wakes them:
  *                        the holder's release wakes one, a displacer all.
  *   waiter | TL_HANDOFF_W  a word waiter that waited the hand-off bound asks
  *   waiter | TL_HANDOFF_R  for the word: the holder (a writer, a reader) is
@@ -25,8 +25,10 @@
  *                        nobody barges: to
  *   waiter | TL_HANDED   the waiter holds for writing, and has not yet seen
  *                        it (Linux's MUTEX_FLAG_PICKUP); it turns this into
- *                        waiter | TL_FAST_WS.  Nobody else changes a hand-off
- *                        or handed value but a displacer.
+ *                        waiter | TL_FAST_WS.  Besides the holder's release
+ *                        (request -> handed) and that waiter (pick-up,
+ *                        withdrawal), only a displacer changes a hand-off or
+ *                        handed value.
  *
  * The fast path: lock = CAS(0 -> request|TL_FAST_x), unlock = CAS back to 0:
  * two atomic operations in all, as for pthread_rwlock.  Whoever takes the

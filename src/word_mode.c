@@ -196,7 +196,7 @@ int word_wait(struct range_lock_tree *tree, struct range_lock *lock,
 
 				w->word = WORD_MARKED;
 				lock->rb_left = (struct range_lock *)(v & ~TL_FAST_BITS);
-				rl_hb_release(word); /* to the displacer's read */
+				rl_hb_release_if(word, v); /* to the displacer's read */
 				if (!atomic_compare_exchange_weak_explicit(
 					    word, &v, ask, memory_order_acq_rel,
 					    memory_order_acquire))
