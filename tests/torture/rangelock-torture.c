@@ -122,6 +122,7 @@ static struct options {
 	unsigned write_pause_us;   /* writers sleep this long between ops */
 	double xunlock_share;      /* percent of holds unlocked by another thread */
 	bool expect_fast_reads;    /* fail if no read hold was a fast one */
+	bool expect_word_mode;     /* fail if no word sleeper was ever seen */
 } opt = {
 	.type = T_RANGE,
 	.readers = -1,
@@ -313,6 +314,8 @@ struct slot {
 	_Atomic uint64_t max_wait_ns;  /* longest lock call that got its range */
 	_Atomic uint64_t fast_reads;   /* read holds taken by the fast path */
 	_Atomic uint64_t xunlocks;     /* holds the unlocker thread released */
+	_Atomic uint64_t word_slept;   /* holds taken after sleeping on the word */
+	_Atomic uint64_t word_chances; /* calls that found a conflicting word holder and waited */
 	/* --xunlock: a hold handed to the unlocker thread, which unmarks
 	 * [x_a, x_b] and unlocks it, then clears x_req. */
 	_Atomic(struct range_lock *) x_req;
@@ -871,11 +874,29 @@ static void *unlocker_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * --expect-word-mode: is this call one that word mode makes wait on the
+ * lock word?  A plain or timed whole-resource call, arriving while the word
+ * holds a fast holder that conflicts with it.  If it then waits 50 us or
+ * more (far longer than the polls before the sleep), word mode should have
+ * put it to sleep on the word, unless the holder was displaced meanwhile.
+ */
+static bool word_chance(const struct range_lock *rl, bool writer, enum call c)
+{
+	uintptr_t v;
+
+	if (!opt.expect_word_mode || !type_is_range() || rl->start != 0 ||
+	    rl->last != RANGE_LOCK_FULL || (c != C_PLAIN && c != C_TIMED))
+		return false;
+	v = __atomic_load_n(&tree.lock_word, __ATOMIC_RELAXED);
+	return v > 7 && (writer || (v & 7) == 5 || (v & 7) == 6);
+}
+
 static void one_op(struct slot *s, struct rng *r)
 {
 	struct range_lock rl;
 	uint64_t a, b, start, last, t0;
-	bool writer = s->writer;
+	bool writer = s->writer, chance_;
 	enum outcome out;
 	enum call c;
 
@@ -886,9 +907,12 @@ static void one_op(struct slot *s, struct rng *r)
 	SET(s->cur_last, last);
 	SET(s->call, c);
 	set_state(s, S_LOCKING);
+	chance_ = word_chance(&rl, writer, c);
 	t0 = now_ns();
 	out = do_lock(s, r, &rl, writer, c);
 	t0 = now_ns() - t0;
+	if (chance_ && t0 >= 50000)
+		INC(s->word_chances);
 	if (out == GOT && t0 > GET(s->max_wait_ns))
 		SET(s->max_wait_ns, t0);
 	INC(s->by_call[c]);
@@ -921,6 +945,15 @@ static void one_op(struct slot *s, struct rng *r)
 	 * thread id (issue 13); read by its own thread, which wrote it. */
 	if (!writer && type_is_range() && (rl.owner_tid & 0x80000000u))
 		INC(s->fast_reads);
+	/* Word mode: a whole-resource call that slept on the lock word takes
+	 * it with its sleepers code (6 writer, 2 reader): the word holds this
+	 * request's address with that code until someone displaces it. */
+	if (opt.expect_word_mode && type_is_range()) {
+		uintptr_t v = __atomic_load_n(&tree.lock_word, __ATOMIC_RELAXED);
+
+		if ((v & ~(uintptr_t)7) == (uintptr_t)&rl && ((v & 7) == 6 || (v & 7) == 2))
+			INC(s->word_slept);
+	}
 	set_state(s, S_HOLDING);
 	shadow_enter(s, writer, a, b);
 	hold(s, r);
@@ -1035,6 +1068,89 @@ static int start_worker(struct slot *s)
 }
 
 /* ---- the helpers -------------------------------------------------------------- */
+
+/*
+ * --expect-word-mode: a monitor samples the tree's lock word (a public
+ * field; the library accesses it only atomically) about every 50 us, and
+ * counts the samples that show word sleepers (a fast holder's code 6,
+ * writer, or 2, reader: whole-resource lock calls sleep on the word), and
+ * the samples taken while some whole-resource plain or timed lock call had
+ * been waiting for 50 us or more.  The workers count the holds they took
+ * after a sleep on the word (word_slept) and their calls that word mode
+ * should have put to sleep (word_chances: see word_chance()).  A run with
+ * word_chances but neither sleeper samples nor word_slept fails: word mode
+ * did not run.  (Word mode may rightly stay off for a whole run, when the
+ * tree never empties: then there are no chances either.)
+ */
+static struct {
+	_Atomic uint64_t samples, fast, sleepers_w, sleepers_r, contended;
+} wm;
+static atomic_bool wm_stop;
+
+static bool whole_call_waiting(uint64_t now)
+{
+	for (int i = 0; i < nr_slots; i++) {
+		struct slot *s = &slots[i];
+		int c = GET(s->call);
+
+		if (GET(s->state) == S_LOCKING && (c == C_PLAIN || c == C_TIMED) &&
+		    GET(s->cur_start) == 0 && GET(s->cur_last) == RANGE_LOCK_FULL &&
+		    now - GET(s->since_ns) >= 50000)
+			return true;
+	}
+	return false;
+}
+
+static void *word_monitor_thread(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&wm_stop)) {
+		uintptr_t v = __atomic_load_n(&tree.lock_word, __ATOMIC_RELAXED);
+
+		INC(wm.samples);
+		if (v > 7) {
+			INC(wm.fast);
+			if ((v & 7) == 6)
+				INC(wm.sleepers_w);
+			else if ((v & 7) == 2)
+				INC(wm.sleepers_r);
+		}
+		if (whole_call_waiting(now_ns()))
+			INC(wm.contended);
+		sleep_ns(50000);
+	}
+	return NULL;
+}
+
+/* Calls that should have slept on the word needed to judge a run. */
+#define WM_JUDGE_CHANCES 20
+
+static uint64_t sum_word_slept(void);
+static uint64_t sum_word_chances(void);
+
+static void judge_word_mode(void)
+{
+	uint64_t sl = GET(wm.sleepers_w) + GET(wm.sleepers_r), slept = sum_word_slept();
+	uint64_t chances = sum_word_chances();
+
+	printf("Word mode: %" PRIu64 " of %" PRIu64 " samples of the lock word saw word"
+	       " sleepers (writer holder %" PRIu64 ", reader holder %" PRIu64 ");"
+	       " a fast holder in %" PRIu64 "; a whole-resource plain/timed call"
+	       " waiting in %" PRIu64 "; %" PRIu64 " holds were taken after a sleep"
+	       " on the word; %" PRIu64 " calls found a conflicting word holder"
+	       " and waited 50 us or more\n", sl, GET(wm.samples), GET(wm.sleepers_w),
+	       GET(wm.sleepers_r), GET(wm.fast), GET(wm.contended), slept, chances);
+	if (sl || slept)
+		return;
+	if (chances >= WM_JUDGE_CHANCES)
+		error("--expect-word-mode: %" PRIu64 " whole-resource calls found a"
+		      " conflicting word holder and waited, but no sample saw a word"
+		      " sleeper and no hold followed a sleep on the word", chances);
+	else
+		printf("--expect-word-mode: not judged (only %" PRIu64 " calls found a"
+		       " conflicting word holder and waited, fewer than %d)\n",
+		       chances, WM_JUDGE_CHANCES);
+}
 
 /* Sleep @ns in slices, returning early (true) when the run stops. */
 static bool nap(uint64_t ns)
@@ -1293,6 +1409,16 @@ static uint64_t sum_field(size_t offset)
 }
 #define SUM(field) sum_field(offsetof(struct slot, field))
 
+static uint64_t sum_word_slept(void)
+{
+	return SUM(word_slept);
+}
+
+static uint64_t sum_word_chances(void)
+{
+	return SUM(word_chances);
+}
+
 /* ---- the watchdog --------------------------------------------------------------- */
 
 static atomic_bool watchdog_done;
@@ -1460,6 +1586,10 @@ static void usage(FILE *f)
 "  --write-pause-us=US writers sleep US between operations (read-mostly mixes)\n"
 "  --xunlock=P         percent of holds unlocked by another thread (0)\n"
 "  --expect-fast-reads fail if no read hold took the reader fast path\n"
+"  --expect-word-mode  sample the tree's lock word; fail if whole-resource\n"
+"                      calls met a conflicting word holder and waited, but\n"
+"                      none was seen sleeping on the word (word mode needs\n"
+"                      --stats=off or mid, and no checking mode)\n"
 "  --help\n");
 }
 
@@ -1539,7 +1669,7 @@ static void parse_options(int argc, char **argv)
 		O_MAXLEN, O_FULL, O_LONG, O_LONGUS, O_HOLDUS, O_EMPTY, O_CALLS,
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
-		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST,
+		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST, O_EXPWORD,
 	};
 	static const struct option longopts[] = {
 		{ "type", required_argument, 0, O_TYPE },
@@ -1575,6 +1705,7 @@ static void parse_options(int argc, char **argv)
 		{ "write-pause-us", required_argument, 0, O_WPAUSE },
 		{ "xunlock", required_argument, 0, O_XUNLOCK },
 		{ "expect-fast-reads", no_argument, 0, O_EXPFAST },
+		{ "expect-word-mode", no_argument, 0, O_EXPWORD },
 		{ "help", no_argument, 0, O_HELP },
 		{ 0, 0, 0, 0 },
 	};
@@ -1735,6 +1866,9 @@ static void parse_options(int argc, char **argv)
 			break;
 		case O_EXPFAST:
 			opt.expect_fast_reads = true;
+			break;
+		case O_EXPWORD:
+			opt.expect_word_mode = true;
 			break;
 		case O_HELP:
 		case 'h':
@@ -1919,9 +2053,9 @@ static void check_starvation(bool writer, double secs)
 
 int main(int argc, char **argv)
 {
-	pthread_t wd, stut, shuf, storm, canc, xunl;
+	pthread_t wd, stut, shuf, storm, canc, xunl, wmon;
 	bool have_stut = false, have_shuf = false, have_storm = false, have_canc = false;
-	bool have_xunl = false;
+	bool have_xunl = false, have_wmon = false;
 	struct range_lock_stats st;
 	uint64_t t0, failures, stats_before = 0, stats_after = 0;
 	double secs;
@@ -2017,6 +2151,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	have_xunl = opt.xunlock_share > 0 && type_is_range();
+	if (opt.expect_word_mode && type_is_range())
+		have_wmon = !pthread_create(&wmon, NULL, word_monitor_thread, NULL);
 	for (int i = 0; i < nr_slots; i++) {
 		if ((rc = start_worker(&slots[i]))) {
 			error("pthread_create: %s", strerror(rc));
@@ -2080,6 +2216,8 @@ int main(int argc, char **argv)
 	/* The unlocker last: a worker waits for it before it can end. */
 	atomic_store(&xunlock_stop, true);
 	join_helper(&xunl, have_xunl);
+	atomic_store(&wm_stop, true);
+	join_helper(&wmon, have_wmon);
 	secs = (double)(now_ns() - t0) / 1e9;
 	atomic_store(&watchdog_done, true);
 	pthread_join(wd, NULL);
@@ -2118,6 +2256,8 @@ int main(int argc, char **argv)
 		else if (opt.expect_fast_reads && !SUM(fast_reads))
 			printf("--expect-fast-reads: not judged (fewer than 1000"
 			       " read holds)\n");
+		if (have_wmon)
+			judge_word_mode();
 		if (opt.stats == STATS_START && SUM(fast_reads))
 			error("%" PRIu64 " fast read(s) on a tree with statistics on"
 			      " (they must all go through the tree)", SUM(fast_reads));
