@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "fast_read.h"
+#include "pin.h"
 
 struct rl_slot rl_slots[RL_SLOTS];
 _Atomic uint32_t rl_slots_used;
@@ -59,9 +60,14 @@ static void slot_thread_exit(void *arg)
 	rl_my_slot = NULL;
 }
 
+/* Once, at the first claim of this copy of the library.  The destructor
+ * is this copy's code: it is registered only once the code is sure to stay
+ * mapped until every thread has exited (pin.c: a static copy in a plugin
+ * pins the plugin).  Without a key, a thread's slot is never freed: the
+ * table fills, and then reads go through the tree (correct, slower). */
 static void make_slot_key(void)
 {
-	if (pthread_key_create(&slot_key, slot_thread_exit))
+	if (!rl_pin_self() || pthread_key_create(&slot_key, slot_thread_exit))
 		slot_key = (pthread_key_t)-1; /* no destructor: the slot leaks */
 	rl_hb_release(&slot_key_once); /* edge 12: pthread_once's own release follows */
 }

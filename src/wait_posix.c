@@ -42,6 +42,7 @@
  * as it is; see README.md, "Platforms".
  */
 #include "annotate.h"
+#include "pin.h"
 #include "wait.h"
 
 #if !RANGELOCK_USE_FUTEX
@@ -142,7 +143,12 @@ static void after_fork_in_child(void)
 static void buckets_init(void)
 {
 	buckets_init_all();
-	check("pthread_key_create", pthread_key_create(&thread_pipe_key, thread_pipe_close));
+	/* The destructor is this copy's code: only once that stays mapped
+	 * until every thread has exited (pin.c; a static copy in a plugin
+	 * pins the plugin).  Otherwise a thread's pipe stays open after it
+	 * exits (two descriptors per thread that waited interruptibly). */
+	check("pthread_key_create", pthread_key_create(&thread_pipe_key,
+						       rl_pin_self() ? thread_pipe_close : NULL));
 	check("pthread_atfork", pthread_atfork(NULL, NULL, after_fork_in_child));
 	rl_hb_release(&buckets_once); /* edge 12: pthread_once's own release follows */
 }

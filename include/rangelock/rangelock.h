@@ -123,6 +123,14 @@
  *    is always fine.  Trees are private to one process.  The child's copy of
  *    the fast-read table keeps the forking thread's slot and frees the
  *    others' (their holds stay held), so the child's trees read fast too.
+ *  - dlclose(): a thread that read fast (or, with the POSIX wait backend,
+ *    waited in an _interruptible call) runs the library's code when it
+ *    exits, so the library stays mapped until the process exits:
+ *    librangelock.so is linked with -z nodelete, and a static copy linked
+ *    into a plugin (librangelock.a is position-independent) keeps that
+ *    plugin loaded from its first fast read (POSIX backend: its first wait
+ *    of any kind); dlclose() of a plugin whose copy made neither unloads
+ *    it as usual.
  */
 #ifndef RANGELOCK_RANGELOCK_H
 #define RANGELOCK_RANGELOCK_H
