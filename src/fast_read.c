@@ -13,6 +13,10 @@
 struct rl_slot rl_slots[RL_SLOTS];
 _Atomic uint32_t rl_slots_used;
 _Thread_local struct rl_slot *rl_my_slot __attribute__((tls_model("initial-exec")));
+/* The thread's slot even while rl_my_slot is NULL inside an acquire
+ * (fast_read.h); CLAIMING while rl_claim_slot() looks for one. */
+static _Thread_local struct rl_slot *my_claimed __attribute__((tls_model("initial-exec")));
+#define CLAIMING ((struct rl_slot *)1)
 
 /* A thread that found the table full looks again only after this many of
  * its fast-read attempts: a full table must not cost a 512-slot scan per
@@ -58,6 +62,7 @@ static void slot_thread_exit(void *arg)
 {
 	orphan_slot(arg);
 	rl_my_slot = NULL;
+	my_claimed = NULL;
 }
 
 /* Once, at the first claim of this copy of the library.  The destructor
@@ -76,10 +81,16 @@ struct rl_slot *rl_claim_slot(void)
 {
 	uint32_t i, used;
 
+	/* Nested in this thread's own acquire or claim (a signal handler):
+	 * through the tree (fast_read.h). */
+	if (my_claimed)
+		return NULL;
 	if (claim_backoff) {
 		claim_backoff--;
 		return NULL;
 	}
+	my_claimed = CLAIMING;
+	atomic_signal_fence(memory_order_seq_cst);
 	pthread_once(&slot_key_once.once, make_slot_key);
 	rl_hb_acquire(&slot_key_once); /* edge 12: slot_key is made */
 	for (i = 0; i < RL_SLOTS; i++) {
@@ -107,10 +118,13 @@ struct rl_slot *rl_claim_slot(void)
 			;
 		if (slot_key != (pthread_key_t)-1)
 			pthread_setspecific(slot_key, s);
-		rl_my_slot = s;
+		atomic_signal_fence(memory_order_seq_cst);
+		rl_my_slot = my_claimed = s;
 		return s;
 	}
 	claim_backoff = CLAIM_RETRY;
+	atomic_signal_fence(memory_order_seq_cst);
+	my_claimed = NULL;
 	return NULL;
 }
 
@@ -169,7 +183,7 @@ static void slots_after_fork(void)
 	uint32_t n = atomic_load_explicit(&rl_slots_used, memory_order_relaxed);
 
 	for (uint32_t i = 0; i < n; i++)
-		if (&rl_slots[i] != rl_my_slot)
+		if (&rl_slots[i] != my_claimed)
 			orphan_slot(&rl_slots[i]);
 	claim_backoff = 0;
 }
@@ -178,6 +192,10 @@ __attribute__((constructor)) static void slots_atfork(void)
 {
 	pthread_atfork(NULL, NULL, slots_after_fork);
 }
+
+#ifdef RL_TEST_HOOKS
+void (*rl_test_publish_hook)(void);
+#endif
 
 int rl_test_fast_read_biased(struct range_lock_tree *tree)
 {
