@@ -139,7 +139,7 @@ static void scale_print(FILE *out)
 			any = true;
 	if (!any)
 		return;
-	fprintf(out, "== Read scaling (issue 13): read-only, Mops/s median [min..max]; "
+	fprintf(out, "== Read scaling: read-only, Mops/s median [min..max]; "
 		"x / rwlock and x / today (fast reads off): median ratios; %d CPUs ==\n\n",
 		ncpus);
 	for (int g = 0; g < NSCALE_RG; g++)
@@ -219,7 +219,7 @@ static void ratio_print(FILE *out)
 		if (strcmp(m->section, "write-ratio") || m->lock != LK_RW)
 			continue;
 		if (!head) {
-			fprintf(out, "== Write ratio (issue 13): %d threads, each op a write "
+			fprintf(out, "== Write ratio: %d threads, each op a write "
 				"with probability 1/N, random 64-unit ranges in [0, %" PRIu64
 				"], 0.2 us in + 0.2 us out; Mops/s median [min..max] ==\n\n",
 				m->threads, opt.pool);

@@ -382,7 +382,7 @@ static void print_issue7(FILE *out, const enum lock_kind *rk, int nrk, int held0
 {
 	const int T = 2;
 
-	fprintf(out, "== Targets (issue 7): 2 threads on %d CPUs, median of %d interleaved "
+	fprintf(out, "== Targets (2 threads): 2 threads on %d CPUs, median of %d interleaved "
 		"repetitions x %" PRIu64 " ms ==\n", ncpus, opt.reps, opt.duration_ms);
 	fprintf(out, "ratio: librangelock vs pthread_rwlock (default), > 1 = librangelock "
 		"faster\nrow 5: cost with 100k ranges held / with 1k held (librangelock "
@@ -428,7 +428,7 @@ static void print_issue7(FILE *out, const enum lock_kind *rk, int nrk, int held0
 /* Every lock kind of the issue 12 scenarios side by side. */
 static void print_issue12_detail(FILE *out, const enum lock_kind *kinds, int nk)
 {
-	fprintf(out, "All locks in the issue 12 scenarios (median [min..max] over the "
+	fprintf(out, "All locks in the oversubscribed scenarios (median [min..max] over the "
 		"repetitions):\n\n");
 	fprintf(out, "| %-22s | %-17s | %-24s | %-18s | %-18s | %-30s | %-30s | %-9s |\n",
 		"scenario", "lock", "Mops/s", "writers min/max", "readers min/max",
@@ -465,7 +465,7 @@ static void print_issue12_detail(FILE *out, const enum lock_kind *kinds, int nk)
 static void print_issue12(FILE *out, const enum lock_kind *rk, int nrk,
 			  const enum lock_kind *kinds, int nk)
 {
-	fprintf(out, "== Targets (issue 12): threads outnumber the %d CPUs, full range, "
+	fprintf(out, "== Targets (oversubscribed): threads outnumber the %d CPUs, full range, "
 		"1 us in + 1 us out, median of %d interleaved repetitions x %" PRIu64
 		" ms ==\n", ncpus, opt.reps, opt.duration_ms);
 	fprintf(out, "value: throughput = librangelock / pthread_mutex (spread: min..max of "

@@ -163,7 +163,7 @@ static void fmt_rec(char *buf, size_t n, const struct rec *r)
 
 static void print_t13(FILE *out, const enum lock_kind *rk, int nrk)
 {
-	fprintf(out, "== Targets (issue 13, reader fast path): %d CPUs, median of %d "
+	fprintf(out, "== Targets (reader fast path): %d CPUs, median of %d "
 		"interleaved repetitions x %" PRIu64 " ms ==\n", ncpus, opt.reps,
 		opt.duration_ms);
 	fprintf(out, "columns: librangelock (fast reads allowed, the default), "
@@ -252,7 +252,7 @@ void run_targets13(FILE *out)
 	int nrk = range_kinds(rk), nk = 0;
 
 	if (!nrk) {
-		fprintf(stderr, "rangelock-bench: --targets=13 needs librangelock "
+		fprintf(stderr, "rangelock-bench: --targets=fast-read needs librangelock "
 			"(--locks range)\n");
 		exit(2);
 	}

@@ -90,7 +90,7 @@
  *      uncontended lock.
  *   4. Fast hold dropped (tree_fast_release()): rl_hb_release_if(word, fast)
  *      before the CAS.
- *   5. Blocker taken off a waiter (put_blocker(), rangelock.c: grant, early
+ *   5. Blocker taken off a waiter (put_blocker(), protocol.c: grant, early
  *      wake, downgrade's readers; in the policy of issue 12 also the
  *      ELIGIBLE transition): rl_hb_release(wait_word) BEFORE the RMW.  An
  *      overtaker's added blocker and a claim are made under tree_lock and
@@ -129,7 +129,7 @@
  *      key, made by whichever thread claims a slot first; wait_posix.c:
  *      the buckets and the thread pipe key).  Without it Helgrind reports
  *      the second thread's read of the key against pthread_key_create().
- * Blind spot (README): two critical sections on disjoint ranges, one after
+ * Blind spot (docs/debugging.md): two critical sections on disjoint ranges, one after
  * the other, are ordered through edges 1-2, as they really are; a race
  * between them is reported only when they overlap in time.
  *

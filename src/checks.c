@@ -15,24 +15,21 @@
 #include <stdlib.h>
 
 #include "interval_tree.h"
+#include "protocol.h"
+#include "thread_id.h"
 
 /* ---- the whole-tree invariant ----------------------------------------- */
 
-static bool is_reader(const struct range_lock *n)
-{
-	return n->rb_parent_flags & RL_READER;
-}
-
 static uint32_t word_of(const struct range_lock *n)
 {
-	return atomic_load_explicit((_Atomic uint32_t *)&n->wait_word,
+	return atomic_load_explicit(wait_word((struct range_lock *)n),
 				    memory_order_relaxed);
 }
 
-/* The blocking count (rangelock.c: word = count << 2 | HANDOFF | SLEEPING). */
+/* The blocking count (protocol.h: word = count << 2 | HANDOFF | SLEEPING). */
 static uint32_t blocking_of(const struct range_lock *n)
 {
-	return word_of(n) >> 2;
+	return blockers_of(word_of(n));
 }
 
 static bool is_held(const struct range_lock *n)
@@ -107,13 +104,13 @@ void rl_check_tree(const struct range_lock_tree *tree)
 			if (is_held(n) && is_held(m))
 				tree_broken(tree, "conflicting requests both held", m, n);
 		}
-		/* Well-formed words (rangelock.c): 0 (held), ELIGIBLE (only
+		/* Well-formed words (protocol.h): 0 (held), ELIGIBLE (only
 		 * in the default policy), or a count with HANDOFF only in the
 		 * default policy. */
 		if (word_of(n) != 0 && !blocking_of(n) &&
-		    (word_of(n) != 1 || (tree->flags & RANGE_LOCK_TREE_FLAG_FIFO)))
+		    (word_of(n) != ELIGIBLE || (tree->flags & RANGE_LOCK_TREE_FLAG_FIFO)))
 			tree_broken(tree, "a wait word with no blocker that is neither held nor eligible", n, NULL);
-		if ((word_of(n) & 2) && (tree->flags & RANGE_LOCK_TREE_FLAG_FIFO))
+		if ((word_of(n) & HANDOFF) && (tree->flags & RANGE_LOCK_TREE_FLAG_FIFO))
 			tree_broken(tree, "a HANDOFF mark in a FIFO tree", n, NULL);
 		if (blocking_of(n) != expect)
 			tree_broken(tree, "blocking count differs from the earlier "

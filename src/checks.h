@@ -13,8 +13,6 @@
 
 #include <rangelock/rangelock.h>
 
-uint32_t rl_thread_id(void);
-
 #if RANGELOCK_CHECKS
 /* Under tree_lock: abort with a message if the tree breaks an invariant. */
 void rl_check_tree(const struct range_lock_tree *tree);

@@ -5,23 +5,41 @@
  *
  * STATE
  * =====
- * Per bound tree, on the heap (tree->file):
- *   fd      a PRIVATE open file description of the file, reopened through
- *           /proc/self/fd/N with the caller's access mode.  OFD locks belong
- *           to the description, so the caller's close(fd) drops nothing, a
- *           description shared after fork() cannot make two processes one
- *           owner, and two trees on one file exclude each other like two
- *           processes.
+ * Per FILE (device and inode) the process ever bound, on the heap, in a
+ * process-wide registry, and shared by every tree bound to that file:
+ *   fd      the process's one PRIVATE open file description of the file,
+ *           reopened O_RDWR | O_CLOEXEC through /proc/self/fd/N, and NEVER
+ *           closed (but in a fork child, below).  POSIX drops every classic
+ *           fcntl lock a process holds on a file when the process closes
+ *           any descriptor of that file: closing ours on destroy or rebind
+ *           would drop locks that other code of the process took (SQLite's,
+ *           for one).  OFD locks belong to the description, so the caller's
+ *           close(fd) drops nothing of ours.
+ *   refs    the trees bound to it (bookkeeping only: 0 closes nothing).
  *   seg[]   the bookkeeping, a sorted array of disjoint byte segments, each
  *           with
- *             readers, writers  how many of the tree's requests that are
- *                               granted LOCALLY (held, or granted and still
- *                               waiting here for other processes) cover it;
+ *             readers, writers  how many requests ADMITTED here (of any
+ *                               tree bound to the file: held, or granted
+ *                               and still waiting for other processes)
+ *                               cover it;
  *             held              the mode the kernel holds there for us.
  *           desired(seg) = WRITE if writers, READ if readers, else NONE.
  *   mutex   protects seg[] and orders the lowering system calls on fd.  It
  *           is never held while sleeping, and never together with the
  *           tree's internal lock (which is not held at all here).
+ *
+ * TREES SHARING ONE DESCRIPTION
+ * =============================
+ * The kernel sees one owner for all the trees of the process on a file, so
+ * the exclusion between those trees is made here: a request is admitted
+ * (counted in) only when no admitted request conflicts with it on any of
+ * its bytes (conflicts()).  A tree's own admitted requests never conflict
+ * with a request it has granted locally (it counts in after its local grant
+ * and out before its local unlock or downgrade), so a conflicting count is
+ * another tree's, and the request waits for it exactly as for another
+ * process's lock: trylock fails, the other calls poll with the same naps
+ * and keep the same contracts.  All admitted requests are then compatible,
+ * which is what the kernel-level invariant below needs.
  *
  * One description's locks merge and split: two local readers of [0, 9] and
  * [5, 14] hold one kernel read lock [0, 14], and F_UNLCK [0, 9] would drop
@@ -29,11 +47,11 @@
  * downgraded) only where desired drops below held.
  *
  * INVARIANT (whenever mutex is free): held <= desired on every byte, and
- * held >= mode on the range of every request whose lock call returned 0.
- *   - Acquire (rl_file_lock): count the request in, then, while some byte
- *     of its range has held < mode, F_OFD_SETLK(mode) on its WHOLE range.
- *     Locally granted requests are compatible, so desired = mode on that
- *     range: the call sets held = desired there.  The call runs outside
+ *   held >= mode on the range of every request whose lock call returned 0.
+ *   - Acquire (rl_file_lock): admit the request (count it in), then, while
+ *     some byte of its range has held < mode, F_OFD_SETLK(mode) on its
+ *     WHOLE range.  Admitted requests are compatible, so desired = mode on
+ *     that range: the call sets held = desired there.  The call runs outside
  *     the mutex (see try_once()); between attempts the request sleeps
  *     with bounded back-off, outside it too.
  *   - Release (rl_file_unlock, and a request giving up): count it out, then
@@ -58,11 +76,17 @@
  * Polling is unfair across processes (a stream of short holders elsewhere
  * can starve a poller); within the process the local level keeps order.
  *
- * fork(): a child must not share the parent's descriptions (it would be
- * the same owner).  An atfork handler closes every private description in
- * the child and marks its state unusable: a lock call there aborts, an
- * unlock or downgrade of a range the forking thread held touches nothing
- * at this level (the OFD lock is the parent's); the child binds again.
+ * fork(): the child inherits the descriptions, and with them the
+ * ownership of the parent's OFD locks: the child's trees would take the
+ * parent's ranges at once.  An atfork handler closes every description in
+ * the child (registry_child()), marks the inherited states unusable (a lock
+ * call there aborts; an unlock or downgrade of a range the forking thread
+ * held touches nothing at this level: the OFD lock is the parent's) and
+ * empties the registry, so that a bind in the child opens the child's own.
+ * exec() closes the descriptions (O_CLOEXEC): the kernel then drops the OFD
+ * locks of the image that is gone, and -- POSIX -- the classic locks the
+ * process holds on those files (the one close the library cannot avoid,
+ * documented in the header).
  */
 #define _FILE_OFFSET_BITS 64 /* off_t and struct flock of 64 bits everywhere */
 
@@ -95,10 +119,14 @@ struct seg {
 
 struct range_lock_file {
 	pthread_mutex_t mutex;
-	int fd;                      /* private description; -1 in a fork child */
+	int fd;                      /* the description; -1 in a fork child */
+	dev_t dev;                   /* the file it is a description of */
+	ino_t ino;
+	bool parked;                 /* never handed out (see rl_file_open()) */
+	unsigned refs;               /* trees bound to it; under registry_mutex */
 	struct seg *seg;
 	size_t nr, cap;
-	struct range_lock_file *next, *prev; /* every bound tree, for fork */
+	struct range_lock_file *next; /* the registry */
 };
 
 /* ---- messages --------------------------------------------------------- */
@@ -111,24 +139,54 @@ static void die(const char *what, uint64_t start, uint64_t last, const char *why
 	abort();
 }
 
-/* ---- every bound tree's state, so that a fork child can close them ---- */
+/* ---- the registry: one description per file, for the process's life ---- */
 
+/*
+ * registry_mutex protects the list and every state's refs; it is held
+ * across the reopen in rl_file_open(), so that two first binds of one file
+ * cannot both open a description (the loser's could never be closed), and
+ * by fork() (registry_prepare) so that the child sees a consistent list.
+ * It is never held together with a state's mutex.
+ */
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct range_lock_file *registry;
 
 static void registry_prepare(void) { pthread_mutex_lock(&registry_mutex); }
 static void registry_parent(void) { pthread_mutex_unlock(&registry_mutex); }
 
-/* The child has one thread: no other may be inside a state's mutex now,
- * but one may have been at the fork; such a state is never locked again. */
+static void state_free(struct range_lock_file *f)
+{
+	free(f->seg);
+	free(f);
+}
+
+/*
+ * The child of fork() has one thread and shares every description with
+ * the parent: its OFD locks would be the parent's, the same owner.  So the
+ * child closes each one here, at once.  That close drops no classic lock:
+ * fork() does not inherit classic locks, and the child has run nothing but
+ * earlier fork handlers yet.  It drops no OFD lock either: the parent's
+ * reference keeps the description (and its locks, the parent's) alive.
+ * Then the registry is empty: a bind in the child opens the child's own
+ * description.  A state some inherited tree still points to stays, marked
+ * unusable (fd -1), until that tree is destroyed or rebound; its mutex may
+ * have been held by another thread at the fork and is never locked again.
+ * (glibc and musl make malloc usable in fork handlers of the child.)
+ */
 static void registry_child(void)
 {
-	for (struct range_lock_file *f = registry; f; f = f->next) {
+	struct range_lock_file *f = registry, *next;
+
+	for (; f; f = next) {
+		next = f->next;
 		if (f->fd >= 0)
-			close(f->fd); /* drops our reference only: the parent's
-				       * locks stay, they are the parent's */
+			close(f->fd);
 		f->fd = -1;
+		f->next = NULL;
+		if (!f->refs)
+			state_free(f);
 	}
+	registry = NULL;
 	pthread_mutex_unlock(&registry_mutex); /* taken by registry_prepare() */
 }
 
@@ -139,12 +197,19 @@ __attribute__((constructor)) static void registry_atfork(void)
 
 /* ---- binding ---------------------------------------------------------- */
 
+/*
+ * No descriptor of a bound file is ever closed here (but in a fork child,
+ * above): POSIX drops every classic fcntl lock the process holds on a file
+ * when it closes any descriptor of that file, and those locks may belong to
+ * anybody in the process (SQLite, for one).  So the state and its memory are
+ * allocated BEFORE the reopen, and a description, once open, stays open.
+ */
 int rl_file_open(struct range_lock_file **out, int fd)
 {
 	char path[64];
 	struct stat a, b;
 	struct range_lock_file *f;
-	int fl, acc, nfd;
+	int fl, nfd, r;
 
 	if (fd < 0)
 		return -EBADF;
@@ -159,48 +224,66 @@ int rl_file_open(struct range_lock_file **out, int fd)
 		return -errno;
 	if (!S_ISREG(a.st_mode))
 		return -EINVAL;
-	acc = fl & O_ACCMODE;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	nfd = open(path, acc | O_CLOEXEC | O_NOCTTY);
-	if (nfd < 0)
-		return -errno;
-	if (fstat(nfd, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-		close(nfd); /* /proc/self/fd/N led elsewhere */
-		return -EINVAL;
+	if ((fl & O_ACCMODE) != O_RDWR)
+		return -EBADF; /* read and write locks need both */
+	pthread_mutex_lock(&registry_mutex);
+	for (f = registry; f; f = f->next) {
+		if (!f->parked && f->dev == a.st_dev && f->ino == a.st_ino) {
+			f->refs++; /* bound before: no system call at all */
+			pthread_mutex_unlock(&registry_mutex);
+			*out = f;
+			return 0;
+		}
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
-		close(nfd);
+		pthread_mutex_unlock(&registry_mutex);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&f->mutex, NULL);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	nfd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (nfd < 0) {
+		r = -errno; /* -EMFILE, -ENFILE, -ENOENT without /proc, -EACCES */
+		pthread_mutex_unlock(&registry_mutex);
+		free(f);
+		return r;
+	}
 	f->fd = nfd;
-	pthread_mutex_lock(&registry_mutex);
+	if (fstat(nfd, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		/* /proc/self/fd/N led elsewhere: @fd was replaced meanwhile (by
+		 * another thread of the caller).  nfd is a description of some
+		 * other file, maybe one with classic locks: keep it, parked. */
+		f->parked = true;
+		r = -EINVAL;
+	} else {
+		pthread_mutex_init(&f->mutex, NULL);
+		f->dev = a.st_dev;
+		f->ino = a.st_ino;
+		f->refs = 1;
+		*out = f;
+		r = 0;
+	}
 	f->next = registry;
-	if (registry)
-		registry->prev = f;
 	registry = f;
 	pthread_mutex_unlock(&registry_mutex);
-	*out = f;
-	return 0;
+	return r;
 }
 
+/*
+ * A tree lets go of its binding (destroy, rebind, a bind found busy): the
+ * tree is empty, so none of its requests is counted here.  The description
+ * stays open and registered for the next bind of the file.
+ */
 void rl_file_free(struct range_lock_file *f)
 {
+	bool dead;
+
 	pthread_mutex_lock(&registry_mutex);
-	if (f->prev)
-		f->prev->next = f->next;
-	else
-		registry = f->next;
-	if (f->next)
-		f->next->prev = f->prev;
+	f->refs--;
+	dead = f->fd < 0 && !f->refs; /* a fork child's inherited state */
 	pthread_mutex_unlock(&registry_mutex);
-	if (f->fd >= 0) {
-		close(f->fd); /* the tree is empty: nothing of ours is locked */
-		pthread_mutex_destroy(&f->mutex);
-	}
-	free(f->seg);
-	free(f);
+	if (dead)
+		state_free(f);
 }
 
 bool rl_file_range_ok(uint64_t start, uint64_t last)
@@ -413,6 +496,30 @@ static bool needs(struct range_lock_file *f, uint64_t start, uint64_t last, int 
 	return true;
 }
 
+/*
+ * Does a request counted in here conflict with @mode on [start, last]?
+ * Every tree bound to the file counts in here, and the caller's own tree
+ * has nothing counted that conflicts with a request it granted locally (it
+ * counts out before its local unlock, in after its local grant): so a
+ * conflicting count is another tree's request, which excludes us as
+ * another process's lock would.
+ */
+static bool conflicts(struct range_lock_file *f, uint64_t start, uint64_t last,
+		      int mode)
+{
+	for (size_t i = 0; i < f->nr; i++) {
+		const struct seg *s = &f->seg[i];
+
+		if (s->last < start)
+			continue;
+		if (s->start > last)
+			break;
+		if (s->writers || (mode == WRITE && s->readers))
+			return true;
+	}
+	return false;
+}
+
 /* ---- acquire, release ------------------------------------------------- */
 
 struct attempt {
@@ -421,6 +528,7 @@ struct attempt {
 	bool reader;
 	void (*on_cancel)(void *); /* then: the caller's local unlock */
 	void *arg;
+	bool in;                   /* admitted: counted in the bookkeeping */
 };
 
 static void check_usable(struct range_lock_file *f, const char *what,
@@ -434,8 +542,11 @@ static void check_usable(struct range_lock_file *f, const char *what,
 }
 
 /*
- * One attempt: 1 held, 0 another process holds a conflicting lock.
- * The F_OFD_SETLK runs outside the mutex, so that the threads' acquisitions
+ * One attempt: 1 held, 0 another tree of this process (the request is not
+ * admitted) or another process (admitted, the kernel says no) holds a
+ * conflicting lock.  Admission counts the request in, under the mutex, only
+ * when no other tree's counted request conflicts: so all counted requests
+ * are compatible, as the invariant above needs.  The F_OFD_SETLK runs outside the mutex, so that the threads' acquisitions
  * do not queue behind each other's system calls.  That is safe because
  * nobody lowers a byte of this range meanwhile: our count is in, so
  * desired >= mode there, and lowering stops at desired; nobody raises one
@@ -453,6 +564,14 @@ static int try_once(struct attempt *a)
 	int r;
 
 	pthread_mutex_lock(&f->mutex);
+	if (!a->in) {
+		if (conflicts(f, a->start, last, mode)) {
+			pthread_mutex_unlock(&f->mutex);
+			return 0;
+		}
+		count(f, a->start, last, a->reader, +1);
+		a->in = true;
+	}
 	need = needs(f, a->start, last, mode);
 	pthread_mutex_unlock(&f->mutex);
 	if (!need)
@@ -460,11 +579,8 @@ static int try_once(struct attempt *a)
 	r = setlk(f, mode, a->start, last);
 	if (r == -EAGAIN || r == -EACCES)
 		return 0;
-	if (r)
-		die("lock", a->start, a->last,
-		    r == -EBADF ? (a->reader ? "the file is not open for reading"
-					     : "the file is not open for writing")
-				: strerror(-r));
+	if (r) /* never EBADF: the description is O_RDWR */
+		die("lock", a->start, a->last, strerror(-r));
 	pthread_mutex_lock(&f->mutex);
 	{
 		size_t end, i = cover(f, a->start, last, &end);
@@ -483,6 +599,9 @@ static void withdraw(struct attempt *a)
 	struct range_lock_file *f = a->f;
 	uint64_t last = file_last(a->last);
 
+	if (!a->in)
+		return; /* never admitted: nothing of it here */
+	a->in = false;
 	pthread_mutex_lock(&f->mutex);
 	(void)count(f, a->start, last, a->reader, -1);
 	lower(f, a->start, last);
@@ -564,13 +683,10 @@ int rl_file_lock(struct range_lock_file *f, uint64_t start, uint64_t last,
 		 const struct timespec *abstime, void (*on_cancel)(void *),
 		 void *arg)
 {
-	struct attempt a = { f, start, last, reader, on_cancel, arg };
+	struct attempt a = { f, start, last, reader, on_cancel, arg, false };
 	int r;
 
 	check_usable(f, "lock", start, last);
-	pthread_mutex_lock(&f->mutex);
-	count(f, start, file_last(last), reader, +1);
-	pthread_mutex_unlock(&f->mutex);
 	if (try_once(&a))
 		return 0;
 	if (kind == RL_FILE_TRY) {

@@ -7,7 +7,7 @@
  * walk meets equal starts in insertion order.
  *
  * rb_parent_flags holds the parent pointer (nodes are 8-byte aligned) and
- * three flag bits: RB_BLACK (colour), RL_READER (mode, owned by rangelock.c)
+ * three flag bits: RB_BLACK (colour), RL_READER (mode, owned by protocol.c)
  * and RL_LINKED (the node is in a tree).  The tree code keeps RL_READER as it
  * finds it.  No locking here: callers hold the tree lock.
  */

@@ -18,7 +18,7 @@
  * two atomic operations in all, as for pthread_rwlock.  Whoever takes the
  * internal lock while a request is fast held displaces it with the same CAS
  * (fast value -> TL_LOCKED) and must insert it into the tree before anything
- * else ("materialise" it, see rangelock.c); the holder's unlock CAS then
+ * else ("materialise" it, see tree_lock() in protocol.h); the holder's unlock CAS then
  * fails and it unlocks through the tree.  Only the materialiser may change a
  * fast value, so a failed fast unlock always finds its request in the tree.
  *

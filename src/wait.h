@@ -21,7 +21,7 @@
  * order and writers change it with release order before they wake.
  *
  * A wait is never a pthread cancellation point: the killable calls get
- * theirs from pthread_testcancel() between bounded waits (rangelock.c).
+ * theirs from pthread_testcancel() between bounded waits (waiting.c).
  */
 #ifndef RANGELOCK_WAIT_H
 #define RANGELOCK_WAIT_H

@@ -39,7 +39,7 @@
  * disabled around them, as no wait here may be one (see wait.h).
  *
  * macOS lacks pthread_condattr_setclock(), so this file does not build there
- * as it is; see README.md, "Platforms".
+ * as it is; see docs/testing.md, "Platforms, and what a port needs".
  */
 #include "annotate.h"
 #include "pin.h"

@@ -31,7 +31,8 @@
  *    arrival order, no stealing, a reader that arrives behind a waiting
  *    writer on the same units waits behind it.  Choose it when arrival order
  *    matters more than throughput with more threads than CPUs (the default
- *    policy is several times faster there: README, "Performance").
+ *    policy is several times faster there: README, "Performance", and
+ *    docs/benchmarks.md).
  *
  * Fast reads (both policies; range_lock_tree_set_fast_read() turns them
  * off for a tree): while no writer uses a tree, a read lock does not enter
@@ -42,8 +43,8 @@
  * call, trylock included) moves the published readers of that tree into
  * the tree, as the held readers they are, and waits only for those whose
  * ranges it intersects; the tree's reads go through the tree from then on,
- * and turn fast again after a few reads (one per thread that reads fast)
- * with no writer in the tree.
+ * and turn fast again after a few reads with no writer in the tree (one
+ * per slot ever used: the most threads that have held a slot at once).
  * So no reader reads fast past a waiting writer, in either policy, and
  * the guarantees below hold for fast reads as for any other.  Trees with
  * statistics enabled or bound to a file, and the checking mode, never read
@@ -301,25 +302,23 @@ RANGELOCK_API int range_lock_tree_set_fast_read(struct range_lock_tree *tree, in
 
 /**
  * range_lock_tree_set_file() - bind a tree to a file: every range it grants
- * is also an OFD lock on the same bytes of the file (see "Across processes
- * and machines" in the README).
+ * is also an OFD lock on the same bytes of the file (see "Trees bound to a
+ * file" in the README, and docs/bound-trees.md).
  * @tree: the tree; it must be empty (no request held or waiting).
- * @fd:   an open descriptor of a regular file.  The tree reopens the file
- *        through /proc/self/fd/@fd with @fd's access mode and keeps that
- *        PRIVATE open file description until range_lock_tree_destroy() (or
- *        the next range_lock_tree_set_file()): the caller may close @fd at
- *        once, and the locks are this tree's alone.  Read locks need a
- *        readable @fd, write locks a writable one (otherwise the lock call
- *        aborts, as for misuse).
+ * @fd:   an open descriptor of a regular file, open for reading AND writing
+ *        (O_RDWR).  The caller may close @fd at once as far as the tree is
+ *        concerned (but see "What a bound tree does to the rest of the
+ *        process" below: closing any descriptor of a file drops the
+ *        process's classic fcntl locks on it, POSIX).
  *
  * Afterwards units are bytes, and every lock call returns holding the range
  * at both levels: locally among this process's threads (first, with the
  * usual ordering), then as an OFD lock in the same mode (fcntl
  * F_OFD_SETLK), which other processes -- and other nodes, on a cluster file
  * system that carries OFD locks -- respect.  Unlock releases it, downgrade
- * converts it to a read lock.  One OFD lock per byte covers all the tree's
- * local holders there (the strongest mode), released only when none is
- * left; nothing is cached after the last local holder unlocks.
+ * converts it to a read lock.  One OFD lock per byte covers all the local
+ * holders there (the strongest mode), released only when none is left;
+ * nothing is cached after the last local holder unlocks.
  *   - [start, RANGE_LOCK_FULL] means from @start to the end of the file and
  *     beyond; other ranges must fit off_t (start and last <= INT64_MAX):
  *     otherwise the calls that can fail return -EINVAL and the plain calls
@@ -334,25 +333,73 @@ RANGELOCK_API int range_lock_tree_set_fast_read(struct range_lock_tree *tree, in
  *     locks: a cycle across processes waits until a _timedlock gives up.
  *   - A process that dies loses its OFD locks (the kernel drops them when
  *     the description closes); what it half-wrote stays half-written.
- *   - Two trees bound to one file are two owners: they exclude each other
- *     as two processes do, even within one thread (which then deadlocks
- *     with itself).  Classic POSIX fcntl locks (F_SETLK) this process takes
- *     on the file conflict with the tree's OFD locks the same way.
+ *   - Two trees bound to one file exclude each other as two processes do
+ *     (the same waits, the same polling), even within one thread (which
+ *     then deadlocks with itself).  They share the process's one
+ *     description of the file, so the kernel sees one owner: the library
+ *     keeps them apart, and shows their locks merged to other processes.
  *   - Errors a lock or unlock call cannot report (ENOLCK, EIO, a lock lost
  *     by a network file system's server and reported by fcntl) abort with a
  *     message: never success for a range not locked at the second level.
- *   - fork(): the child's copy of a bound tree is cut off from the file
- *     (its description closed in the child): a lock call on it aborts, an
- *     unlock of a range the forking thread held releases it locally only
- *     (the OFD lock stays the parent's).  Destroy it and bind a tree again
- *     in the child.  range_lock_tree_init() on a bound tree, instead of
- *     range_lock_tree_destroy(), leaks its description.
  *   - Statistics and the dump describe the local level only.
  *
+ * What a bound tree does to the rest of the process:
+ *   - Descriptors: the first bind of a file (device and inode) reopens it
+ *     through /proc/self/fd/@fd, O_RDWR | O_CLOEXEC, into the process's one
+ *     PRIVATE open file description of that file, which every tree bound
+ *     to the file shares and which stays open until the process exits or
+ *     execs: destroy, a rebind and a failed bind close nothing.  So the
+ *     process holds one descriptor per distinct file it ever bound, binding
+ *     a file again needs none, and an unlinked bound file keeps its disk
+ *     space until exit.  The process must not close that descriptor (a
+ *     loop closing "every other descriptor" would break the trees and drop
+ *     their locks).  (Only if another thread replaces @fd during the call
+ *     does set_file return -EINVAL and keep the stray description it
+ *     opened: closing it could drop locks.)
+ *   - Classic fcntl locks (F_SETLK, lockf(), SQLite's): no call of the
+ *     library closes a descriptor while the process may hold them, so none
+ *     is dropped by the library.  They conflict with the trees' OFD locks
+ *     on the same bytes, as another owner's: F_SETLK fails, F_SETLKW waits
+ *     (a thread that holds the range in a tree waits for ever; the kernel
+ *     reports no EDEADLK across OFD locks), and a tree's lock call waits
+ *     for them.  exec() closes the private descriptions (O_CLOEXEC), and
+ *     that close drops, POSIX, the classic locks the process still holds
+ *     on those files -- which would otherwise survive exec().
+ *   - flock() locks: untouched.  They belong to descriptions, the library
+ *     never calls flock() and never closes a description that has them;
+ *     on Linux they do not conflict with OFD locks (on NFS, where flock()
+ *     is emulated by byte-range locks, they do).
+ *   - OFD locks the process takes itself on other descriptions of the file
+ *     conflict with the trees' as another owner's.
+ *   - fork(): the child inherits the descriptions, and with them the
+ *     parent's OFD locks' ownership.  The child closes them at once, in an
+ *     atfork handler (fork() does not inherit classic locks, so that close
+ *     drops nothing; the parent's locks stay, the parent still has the
+ *     description).  A tree bound before the fork is cut off in the child:
+ *     a lock call on it aborts, an unlock of a range the forking thread
+ *     held releases it locally only.  Destroy it and bind again in the
+ *     child, which then opens the child's own description.  A child made
+ *     without fork() (clone(), syscall(SYS_fork)) runs no atfork handler
+ *     and would share the parent's ownership: do not bind there.
+ *     range_lock_tree_init() on a bound tree, instead of
+ *     range_lock_tree_destroy(), leaks only the tree's count on the file
+ *     (the description stays open either way).
+ *   - lslocks shows these locks as OFDLCK with PID -1 and no usable path: the
+ *     holder is the process whose /proc/PID/fdinfo/N lists the lock (one
+ *     "lock:" line per lock, on the file's device:inode as in
+ *     /proc/locks).
+ *
+ * There is no read-only binding: every tree can take write locks, and a
+ * description shared by all the trees of a file must serve them all, so a
+ * descriptor that could not take one mode is refused here rather than
+ * failing at a lock call.
+ *
  * Return: 0; -EBUSY if the tree is not empty (nothing changed); -EBADF if
- * @fd is not an open descriptor (or an O_PATH one); -EINVAL if it is not a
- * regular file; another negative errno if the reopen fails (-ENOENT when
- * /proc is not mounted, -EACCES, -EMFILE, -ENOMEM).
+ * @fd is not an open descriptor, is an O_PATH one, or is not open O_RDWR;
+ * -EINVAL if it is not a regular file; another negative errno if the first
+ * bind of the file cannot reopen it (-ENOENT when /proc is not mounted,
+ * -EACCES, -EMFILE or -ENFILE when out of descriptors, -ENOMEM).  On an
+ * error the tree keeps the binding it had.
  */
 RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd);
 
@@ -363,8 +410,9 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * Fast reads are requests too: a fast reader makes the tree busy.
  *
  * Return: 0 when no request is held or waiting (the tree may then be freed or
- * re-initialised; a tree bound to a file is unbound and its private open file
- * description closed), -EBUSY otherwise (nothing is changed).
+ * re-initialised; a tree bound to a file is unbound, and the process's
+ * description of the file stays open: range_lock_tree_set_file()),
+ * -EBUSY otherwise (nothing is changed).
  */
 RANGELOCK_API int range_lock_tree_destroy(struct range_lock_tree *tree);
 
@@ -535,9 +583,10 @@ RANGELOCK_API void range_downgrade_write(struct range_lock_tree *tree,
 
 /*
  * Lock-order annotations (the kernel's lockdep names).  @subclass tells the
- * checking mode (see "Debugging" in the README) that taking two trees of the
- * same kind in a nested fashion is deliberate; without checking it is
- * ignored and these are exactly the plain calls.
+ * checking mode (see "Debugging" in the README, and docs/debugging.md)
+ * that taking two trees of the same kind in a nested fashion is
+ * deliberate; without checking it is ignored and these are exactly the
+ * plain calls.
  *
  * The checking mode (RANGELOCK_CHECKS) counts a hold as its locking
  * thread's until the unlock, as lockdep does: a range handed to another

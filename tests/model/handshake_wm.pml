@@ -33,7 +33,7 @@
  *
  * MODEL STEP -> src/
  * ==================
- * here                           src/ (fast_read.h, fast_read.c, rangelock.c)
+ * here                           src/ (fast_read.h, fast_read.c, calls.c, protocol.c)
  * -----------------------------  ---------------------------------------------
  * reader: LOAD(BIAS) first        enter(): relaxed look at BIASED
  * reader: LOAD(SLOT(i)) first     fast_read_acquire(): relaxed look at the

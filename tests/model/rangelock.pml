@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rangelock.pml -- a SPIN model of the locking protocol of src/rangelock.c
- * (with src/tree_lock.h), at the level of its atomic steps, for both tree
- * policies: -DFIFO is a FIFO tree (strict arrival order); without it, the
+ * rangelock.pml -- a SPIN model of the locking protocol of src/protocol.c
+ * (with src/calls.c, src/waiting.c, src/protocol.h and src/tree_lock.h), at
+ * the level of its atomic steps, for both tree policies: -DFIFO is a FIFO tree (strict arrival order); without it, the
  * default policy of issue 12 (bounded overtaking; rules 2-7 of the policy,
  * docs/model.md).  docs/model.md explains it; a change to either side must
  * be mirrored on the other.

@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librangelock: the range reader/writer lock -- the protocol core.
+ *
+ * This file: the DESIGN below, the tree operations under tree_lock (the
+ * entry scan, overtaking, insert and remove, the release walk put_blocker()),
+ * the reader fast path's tree side (revocation, biasing) and downgrade.
+ * The other files of the lock, each with one job:
+ *   protocol.h    the shared internals: the wait word, tree_lock()/
+ *                 tree_unlock(), the wake list, check_held(), accessors
+ *   calls.c       the public lock, trylock and unlock calls: enter(),
+ *                 lock_common(), trylock_common(), unlock_common() (inlined
+ *                 into each public call), the two-level glue of bound trees
+ *   waiting.c     waiting for a grant: the wait loop, spinning, sleeping,
+ *                 claims, the give-up path and cancellation (waiting.h)
+ *   tree_admin.c  init, destroy, set_fifo, set_fast_read, set_file, versions
+ *   stats.c       statistics and the dump (stats.h)
+ *   thread_id.c   the thread-id cache (thread_id.h)
+ *
+ * DESIGN
+ * ======
+ * Every request, held or waiting, is a node of the tree's interval tree
+ * (interval_tree.c) -- except a lone request on an empty tree, which holds
+ * it through the lock word alone and enters the tree only when another
+ * request needs the internal lock (the fast path, tree_lock.h; it is then
+ * inserted first, as the held request it is).  Two requests conflict unless
+ * both are readers.  Each request in the tree has a seqnum, its place in the
+ * PRECEDENCE order, and a blocking count:
+ *
+ *   blocking(R) = #{ Q in tree : Q.seqnum < R.seqnum, Q intersects R,
+ *                    Q and R conflict }                      (the invariant)
+ *
+ * true whenever tree_lock is free (checked in RANGELOCK_CHECKS builds, and
+ * model-checked in tests/model/).  A held request has blocking 0, so two
+ * held requests never conflict (of two intersecting conflicting requests the
+ * one with the higher seqnum counts the other).  Leaving the tree (unlock,
+ * or giving up while waiting) walks the intersecting requests and takes one
+ * blocker off each conflicting one with a HIGHER seqnum -- exactly those
+ * that count the leaver.  Downgrading a writer to a reader takes one off the
+ * higher readers, which alone stop conflicting with it.
+ *
+ * Two policies (the tree's flags; docs/design.md, "Policies"):
+ *  - FIFO (the kernel patch): an arriving request takes the next seqnum and
+ *    counts every intersecting conflicting request; it holds its range when
+ *    the count falls to 0.  Precedence is arrival order; no stealing.
+ *  - Default, eventual fairness: an arriving request whose intersecting
+ *    conflicting requests are all unmarked WAITERS overtakes them: it takes
+ *    seqnum (their smallest seqnum - 1), adds one blocker to each of them,
+ *    and holds its range at once (overtake()).  Seqnum ties are then
+ *    possible, but only between requests that do not both intersect and
+ *    conflict, where the order means nothing.  A waiter that has waited
+ *    RL_HANDOFF_NS marks itself HANDOFF; nothing overtakes a marked waiter,
+ *    so its count only falls: overtaking is bounded.  A release grants a
+ *    waiter whose count reaches 0 only if it is spinning (running) or
+ *    marked; a sleeping one is made ELIGIBLE and woken, and claims its range
+ *    under tree_lock unless a running thread overtook it meanwhile.
+ * trylock succeeds exactly when a lock call would hold at once.
+ *
+ * THE READER FAST PATH (fast_read.h has the protocol)
+ * ===================================================
+ * While no writer is in a tree, the tree may be BIASED (a flag bit): a
+ * reader then publishes its request in its thread's slot of a process-wide
+ * table and holds its range without the tree or tree_lock.  Every writer
+ * entry, and every call that must see all holders, first REVOKES under
+ * tree_lock (revoke_fast_readers()): it clears BIASED and moves each
+ * published reader of the tree into the tree as a held reader
+ * (materialise()), after winning that slot's CAS.  From then on the tree is
+ * the usual one: the invariant above covers materialised readers like any
+ * others (they take the next seqnum; with no writer in the tree nobody
+ * counts them).  maybe_bias() sets BIASED again in the read slow path after
+ * a delay with no writer in the tree.  So BIASED => no writer in the tree,
+ * in both policies: no reader reads fast while a writer waits (FIFO) or is
+ * marked (default), and a writer waits only for the readers it intersects.
+ * While BIASED, tree_unlock() leaves the lock word non-zero: the lock-word
+ * fast path of a lone writer is closed.
+ *
+ * THE REQUEST'S WAIT WORD
+ * =======================
+ * wait_word = blocking << 2 | HANDOFF | SLEEPING;  0 means HELD, in both
+ * policies, and ELIGIBLE (== SLEEPING: count 0, asleep, not granted) exists
+ * only in the default policy.
+ *   - The count is written only under tree_lock: set at entry before the
+ *     request is published (relaxed store: nobody else can see it until
+ *     tree_lock is released); raised by an overtaker (fetch_add) and lowered
+ *     by a releaser (a CAS loop, put_blocker()).  The CAS that sets the word
+ *     to 0 IS the grant: the last write anyone makes to a request it grants.
+ *   - HANDOFF is set by the waiter itself, under tree_lock (fetch_or).
+ *   - SLEEPING is set and cleared only by the waiter, WITHOUT tree_lock, by
+ *     compare-and-swap, and only while its count is at least 1: set just
+ *     before FUTEX_WAIT on the value it set, cleared when it starts to spin
+ *     (it spins only while next in line: one blocker left).  That is why
+ *     every change by others is an atomic read-modify-write: it races with
+ *     the waiter's CAS, and its old value tells whether anyone sleeps
+ *     (FUTEX_WAKE is skipped when nobody does) and whether it may grant.
+ *   - ELIGIBLE -> HELD (the claim) happens under tree_lock, by the waiter.
+ *   - A release that leaves a sleeping waiter next in line wakes it early,
+ *     to spin for its grant while the holder works; to the waiter that is a
+ *     spurious wake-up.
+ *
+ * Who writes which field, under which lock:
+ *   tree->root, leftmost, seqnum, nr_requests, nr_waiting, nr_writers,
+ *       stats counters (except the wait times), and every node's links,
+ *       flags, start/last/subtree_last, seqnum:  only under tree_lock.
+ *   tree->flags:                            only under tree_lock, with
+ *                                            atomic stores: fast readers
+ *                                            load BIASED without it (seq_cst,
+ *                                            the handshake); setting BIASED
+ *                                            is a release store, clearing it
+ *                                            a seq_cst one (the handshake's
+ *                                            writer side); the FIFO bit and
+ *                                            the delay count are relaxed.
+ *   tree->stats (the pointer):              under tree_lock (release store),
+ *                                            read without it (acquire) by
+ *                                            waiters that time their wait.
+ *   stats->wait_ns_total, wait_ns_max:      atomic RMW by granted waiters,
+ *                                            no lock (their request is held,
+ *                                            so the tree and its storage
+ *                                            live); under tree_lock by
+ *                                            waiters that give up.
+ *   node->wait_word:                        see above.
+ *   node->owner_tid:                        by the requesting thread before
+ *                                            it is published: its thread id,
+ *                                            or RL_SLOT_TAG | slot for a fast
+ *                                            read (kept when materialised, so
+ *                                            that the unlock finds the slot);
+ *                                            reset to 0 by that read's unlock.
+ *   A fast-held request's fields:           by its thread before it
+ *                                            publishes; then by nobody until
+ *                                            a revoker wins its slot, which
+ *                                            makes the revoker the tree's
+ *                                            writer of its node fields (as
+ *                                            for the lock word's fast holder).
+ *
+ * Memory orders:
+ *   - tree_lock: acquire when taken, release when dropped (tree_lock.h).
+ *     An uncontended lock/unlock pair is ordered through it, and so are an
+ *     overtaker and a claimer: every release of a range they take happened
+ *     under tree_lock before they took it.
+ *   - The grant: the CAS to 0 with RELEASE, the waiter's load with ACQUIRE.
+ *     The releaser's critical section happens before its tree_lock release,
+ *     which happens before the granter's tree_lock acquire (when the granter
+ *     is another unlocker), which happens before the granting CAS; the
+ *     waiter's acquire load that reads 0 synchronises with it.
+ *   - An overtaker's fetch_add and the HANDOFF fetch_or: relaxed; they order
+ *     nothing (the waiter only re-reads its count), and they happen under
+ *     tree_lock, which every other writer of the count holds.
+ *   - SLEEPING CASes (set before sleeping, clear before spinning): acquire,
+ *     only because a failed CAS hands back a value that may show the grant;
+ *     the bit itself orders nothing, and all RMWs on one word are totally
+ *     ordered, so a granter's CAS sees the bit's latest state.
+ *   - Reads of wait_word under tree_lock: relaxed for decisions (only
+ *     tree_lock holders change the count); acquire in the give-up and claim
+ *     paths, which may keep a grant and enter the critical section.
+ *   Race detectors (ThreadSanitizer, Helgrind, DRD) cannot see these
+ *   orders in an uninstrumented library: annotate.h tells them about each
+ *   edge, and lists where each annotation goes.
+ *
+ * Rule from ../FUTEX-RULES.md: nobody touches a request after its grant is
+ * visible, except through the futex address itself.  A granter keeps the
+ * request's address in a local wake list and calls FUTEX_WAKE after dropping
+ * tree_lock; a wake landing on a reused stack word is spurious for whoever is
+ * there.  (Reading a granted request's links under tree_lock is fine: a held
+ * request stays in the tree until its unlock, which needs tree_lock.)
+ *
+ * THE GIVE-UP PATH
+ * ================
+ * In waiting.c, with its comment: a waiting request that stops waiting
+ * leaves the tree through remove_request() below, the same code as unlock.
+ */
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <rangelock/rangelock.h>
+
+#include "annotate.h"
+#include "fast_read.h"
+#include "file_lock.h"
+#include "interval_tree.h"
+#include "protocol.h"
+#include "stats.h"
+#include "tree_lock.h"
+
+/* Reads through tree_lock, with no writer in the tree, before fast reads
+ * are allowed again, besides one per slot ever used (bias_delay()): the
+ * next revocation scans those.  0 measured best on 2 CPUs in every
+ * scenario (1 write per 100 reads: 1.41x pthread_rwlock against 1.00 with
+ * 16 and 0.64 with 64; docs/benchmarks.md); the per-slot part keeps a
+ * revocation's scan amortised over as many reads on big machines. */
+#ifndef RL_BIAS_DELAY
+#define RL_BIAS_DELAY 0
+#endif
+
+_Static_assert(sizeof(struct range_lock) <= 64, "struct range_lock grew");
+_Static_assert(sizeof(struct range_lock_tree) <= 64, "struct range_lock_tree grew");
+_Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t) &&
+	       _Alignof(_Atomic uint32_t) == _Alignof(uint32_t) &&
+	       sizeof(tree_word_t) == sizeof(uintptr_t) &&
+	       _Alignof(tree_word_t) == _Alignof(uintptr_t),
+	       "atomic word layout");
+_Static_assert(_Alignof(struct range_lock) >= 8, "fast values need 3 free bits");
+
+/* ---- misuse ---------------------------------------------------------- */
+
+void rl_die(const char *call, const struct range_lock *lock, const char *why)
+{
+	if (lock)
+		fprintf(stderr, "librangelock: %s([%llu, %llu]): %s\n", call,
+			(unsigned long long)lock->start,
+			(unsigned long long)lock->last, why);
+	else
+		fprintf(stderr, "librangelock: %s: %s\n", call, why);
+	fflush(stderr);
+	abort();
+}
+
+/* ---- statistics: a grant (stats.h has the counters, stats.c the rest) -- */
+
+void stat_granted(struct range_lock_stats *st, bool reader, bool waited)
+{
+	if (reader)
+		STAT_ADD(st, read_acquired, 1);
+	else
+		STAT_ADD(st, write_acquired, 1);
+	if (waited)
+		STAT_ADD(st, waiting_now, -1);
+	STAT_ADD(st, held_now, 1);
+	STAT_PEAK(st, held_now, held_peak);
+}
+
+
+/* ---- tree operations, under tree_lock -------------------------------- */
+
+/*
+ * Take one blocker off @waiter (POLICY rule 4).  When it was the last one,
+ * the waiter is granted (word := 0, the last write to the request) if the
+ * tree is FIFO, or the waiter has marked itself HANDOFF, or it is spinning
+ * (not SLEEPING: it runs); a sleeping unmarked waiter of a default tree is
+ * only made ELIGIBLE (word := SLEEPING) and woken, so that a running thread
+ * may take the range first (overtake) instead of the range waiting for the
+ * scheduler.  A waiter left next in line while asleep is woken early to spin.
+ */
+static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *waiter,
+			       struct wake_list *wl)
+{
+	_Atomic uint32_t *word = wait_word(waiter);
+	uint32_t old = atomic_load_explicit(word, memory_order_relaxed), new;
+
+	rl_hb_release(word); /* BEFORE: a grant is the last touch */
+
+	/* A CAS loop: the waiter may flip SLEEPING meanwhile (only it, and
+	 * only while it has blockers); everything else changes under
+	 * tree_lock, which we hold. */
+	do {
+		if (blockers_of(old) > 1)
+			new = old - ONE_BLOCKER;
+		else if (tree_is_fifo(tree) || (old & (HANDOFF | SLEEPING)) != SLEEPING)
+			new = 0;
+		else
+			new = ELIGIBLE;
+	} while (!atomic_compare_exchange_weak_explicit(word, &old, new,
+							memory_order_release,
+							memory_order_relaxed));
+
+	if (new == ELIGIBLE)
+		tree->nr_waiting--; /* it counts nobody now: no walk needed for it */
+	if (new != 0) {
+		/* Next in line now and asleep, or eligible: wake it, to spin
+		 * for its grant or to claim the range (to the waiter an
+		 * early wake-up is spurious). */
+		if ((old & SLEEPING) && (new == ELIGIBLE || blockers_of(new) == 1))
+			wake_list_add(wl, word);
+		return;
+	}
+	tree->nr_waiting--;
+	if (tree->stats)
+		stat_granted(tree->stats, is_reader(waiter), true);
+	if (old & SLEEPING)
+		wake_list_add(wl, word);
+}
+
+static inline bool intersects_any(const struct range_lock_tree *tree,
+				  const struct range_lock *lock)
+{
+	/* O(1): nothing in the tree starts by @last or ends at/after @start. */
+	return tree->root && lock->start <= tree->root->subtree_last &&
+	       tree->leftmost->start <= lock->last;
+}
+
+/*
+ * Count the requests in the tree that @lock (of mode @reader) conflicts
+ * with.  For the default policy, also find whether it may overtake them all
+ * (POLICY rule 2: none of them held or marked); with @stop_at_first (a FIFO
+ * trylock), just say whether there is one.
+ */
+void scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
+		       bool reader, bool stop_at_first, struct entry_scan *scan)
+{
+	struct range_lock *n;
+	uint32_t word;
+
+	scan->blockers = 0;
+	scan->must_wait = false;
+	scan->first_seq = UINT64_MAX;
+	if (!intersects_any(tree, lock))
+		return;
+	itree_foreach(n, tree->root, lock->start, lock->last) {
+		if (!conflict(reader, is_reader(n)))
+			continue;
+		scan->blockers++;
+		if (stop_at_first) {
+			scan->must_wait = true;
+			return;
+		}
+		word = atomic_load_explicit(wait_word(n), memory_order_relaxed);
+		if (word == 0 || (word & HANDOFF))
+			scan->must_wait = true;
+		if (n->seqnum < scan->first_seq)
+			scan->first_seq = n->seqnum;
+	}
+	if (tree_is_fifo(tree))
+		scan->must_wait = scan->blockers != 0;
+}
+
+/*
+ * Overtake (POLICY rule 2): every request @lock conflicts with waits and is
+ * unmarked, so @lock takes its range now.  It is placed just before them in
+ * the precedence order (the returned seqnum) and each of them counts it as
+ * one more blocker, so the invariant holds and @lock's unlock releases them.
+ */
+uint64_t overtake(struct range_lock_tree *tree, const struct range_lock *lock,
+			 bool reader, const struct entry_scan *scan)
+{
+	struct range_lock *n;
+
+	itree_foreach(n, tree->root, lock->start, lock->last) {
+		if (!conflict(reader, is_reader(n)))
+			continue;
+		rl_race_ok(wait_word(n), sizeof(uint32_t)); /* annotate.h, edge 8 */
+		/* An ELIGIBLE waiter (count 0) has a blocker again: it counts in
+		 * nr_waiting once more, or our unlock would skip its walk. */
+		if (atomic_fetch_add_explicit(wait_word(n), ONE_BLOCKER,
+					      memory_order_relaxed) == ELIGIBLE)
+			tree->nr_waiting++;
+	}
+	/* No wrap: every waiter has a seqnum >= 1, since the request it
+	 * first waited for entered before it (seqnum 0 goes to the first
+	 * request of a tree, which nothing can be waiting for). */
+	return scan->first_seq - 1;
+}
+
+/* The caller has set lock->owner_tid.  @seqnum: tree->seqnum++ for an
+ * arrival, the overtake() position for an overtaker. */
+void insert_request(struct range_lock_tree *tree, struct range_lock *lock,
+			   bool reader, uint32_t blockers, uint64_t seqnum)
+{
+	lock->rb_parent_flags = reader ? RL_READER : 0;
+	lock->seqnum = seqnum;
+	atomic_store_explicit(wait_word(lock), blockers * ONE_BLOCKER,
+			      memory_order_relaxed);
+	tree->nr_requests++;
+	tree->nr_waiting += blockers != 0;
+	tree->nr_writers += !reader;
+	if (!tree->root) {
+		/* Fast path, the uncontended case: the request is the tree. */
+		lock->rb_left = lock->rb_right = NULL;
+		lock->subtree_last = lock->last;
+		lock->rb_parent_flags |= RB_BLACK | RL_LINKED;
+		tree->root = tree->leftmost = lock;
+		return;
+	}
+	if (lock->start < tree->leftmost->start)
+		tree->leftmost = lock;
+	itree_insert(&tree->root, lock);
+}
+
+/* Take @lock out of the tree and release the later requests that counted
+ * it: the same conflict rule as scan_entry(), and a higher seqnum, so exactly
+ * those (an overtaker has a lower seqnum than the waiters it passed). */
+void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
+			   struct wake_list *wl)
+{
+	bool reader = is_reader(lock);
+	struct range_lock *n;
+
+	tree->nr_requests--;
+	tree->nr_writers -= !reader;
+	if (lock == tree->root && !lock->rb_left && !lock->rb_right) {
+		/* Fast path: the last request leaves; nobody to release. */
+		tree->root = tree->leftmost = NULL;
+		lock->rb_parent_flags &= RL_READER;
+		return;
+	}
+	if (tree->leftmost == lock)
+		tree->leftmost = itree_next_inorder(lock);
+	itree_erase(&tree->root, lock);
+	if (!tree->nr_waiting)
+		return; /* nobody counted us: no walk (all held, e.g.) */
+
+	if (!intersects_any(tree, lock))
+		return;
+	itree_foreach(n, tree->root, lock->start, lock->last) {
+		if (n->seqnum > lock->seqnum && conflict(reader, is_reader(n)))
+			put_blocker(tree, n, wl);
+	}
+}
+
+/* ---- the reader fast path's tree side (fast_read.h) ------------------ */
+
+/*
+ * How many reads through tree_lock, with no writer in the tree, before fast
+ * reads are allowed again after a writer: a revocation scans every slot
+ * ever used, so the delay grows with them; a tree that sees a writer more
+ * often than that stays on the tree path (every writer entry restarts the
+ * count).
+ */
+static inline uint32_t bias_delay(void)
+{
+	uint32_t d = RL_BIAS_DELAY + atomic_load_explicit(&rl_slots_used, memory_order_relaxed);
+
+	return d < 0xffffu ? d : 0xffffu;
+}
+
+/* Under tree_lock: a revoker moves a fast reader into the tree, as the held
+ * reader it is.  The tree has no writer (BIASED was set until now), so no
+ * request conflicts with it and no blocking count changes; the next seqnum
+ * keeps the invariant trivially true. */
+static void materialise(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	insert_request(tree, lock, true, 0, tree->seqnum++);
+}
+
+/*
+ * Under tree_lock, before anything that must see every holder (a writer's
+ * entry, statistics, the dump, destroy, the setters): stop fast reads and
+ * move the published fast readers into the tree (the revoker's side of the
+ * handshake: clear BIASED, full fence, scan).  Also restarts the delay.
+ */
+void revoke_fast_readers(struct range_lock_tree *tree)
+{
+	uint32_t f = tree_flags(tree), delay = bias_delay() << RL_TREE_DELAY_SHIFT;
+
+	if (!(f & RL_TREE_BIASED)) {
+		if ((f & ~(RL_TREE_DELAY_ONE - 1)) != delay)
+			tree_flags_store(tree, (f & (RL_TREE_DELAY_ONE - 1)) | delay);
+		return;
+	}
+	f = (f & (RL_TREE_DELAY_ONE - 1) & ~RL_TREE_BIASED) | delay;
+	__atomic_store_n(&tree->flags, f, __ATOMIC_SEQ_CST);
+	rl_take_published(tree, materialise);
+}
+
+/*
+ * Under tree_lock, in the read slow path: allow fast reads again once the
+ * delay has passed with no writer in the tree.  Never with statistics (they
+ * count in the tree), a file binding (the second level is taken per
+ * request), in the checking mode (it checks every request in the tree) or
+ * when the user turned it off.
+ */
+void maybe_bias(struct range_lock_tree *tree)
+{
+	uint32_t f = tree_flags(tree);
+
+	if ((f & (RL_TREE_BIASED | RANGE_LOCK_TREE_FLAG_NO_FAST_READ)) ||
+	    tree->nr_writers || tree->stats || tree->file || !fast_path_allowed(tree))
+		return;
+	if (f >= RL_TREE_DELAY_ONE) {
+		tree_flags_store(tree, f - RL_TREE_DELAY_ONE);
+		return;
+	}
+	/* Release: a fast reader that sees the bit sees everything that
+	 * happened under tree_lock before (the last writer's unlock). */
+	rl_hb_release(&tree->flags); /* annotate.h, edge 10 */
+	__atomic_store_n(&tree->flags, f | RL_TREE_BIASED, __ATOMIC_RELEASE);
+}
+
+void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
+	struct range_lock *n;
+
+	check_args("range_downgrade_write", tree, lock);
+	if (file_of(tree)) /* the OFD lock converts first (never waits) */
+		rl_file_downgrade(file_of(tree), lock->start, lock->last);
+	wl.n = 0;
+	tree_lock(tree);
+	check_held("range_downgrade_write", tree, lock, false);
+	lock->rb_parent_flags |= RL_READER;
+	tree->nr_writers--;
+	/* Later readers counted us as a writer; as a reader we no longer
+	 * conflict with them.  Later writers still wait for us. */
+	if (tree->nr_waiting) {
+		itree_foreach(n, tree->root, lock->start, lock->last) {
+			if (n->seqnum > lock->seqnum && is_reader(n))
+				put_blocker(tree, n, &wl);
+		}
+	}
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+}

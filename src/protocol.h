@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lock's shared internals (protocol.c has the DESIGN comment): the
+ * request's wait word, the accessors every file of the lock uses,
+ * tree_lock()/tree_unlock(), the wake list, and the protocol core's
+ * functions that the public calls (calls.c), the waiting code (waiting.c),
+ * tree administration (tree_admin.c) and statistics (stats.c) call.
+ * checks.c reads the wait word's encoding from here too.
+ */
+#ifndef RANGELOCK_PROTOCOL_H
+#define RANGELOCK_PROTOCOL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rangelock/rangelock.h>
+
+#include "annotate.h"
+#include "checks.h"
+#include "fast_read.h"
+#include "interval_tree.h"
+#include "stats.h"
+#include "tree_lock.h"
+#include "wait.h"
+
+/* The request's wait word: count << 2 | HANDOFF | SLEEPING; 0 is "held". */
+#define SLEEPING 1u
+#define HANDOFF 2u
+#define ONE_BLOCKER 4u
+#define ELIGIBLE SLEEPING	/* count 0, asleep, not granted (default policy) */
+
+static inline uint32_t blockers_of(uint32_t word)
+{
+	return word >> 2;
+}
+
+static inline tree_word_t *tree_lock_word(struct range_lock_tree *tree)
+{
+	return (tree_word_t *)&tree->lock_word;
+}
+
+static inline _Atomic uint32_t *wait_word(struct range_lock *lock)
+{
+	return (_Atomic uint32_t *)&lock->wait_word;
+}
+
+static inline bool is_reader(const struct range_lock *lock)
+{
+	return lock->rb_parent_flags & RL_READER;
+}
+
+static inline bool is_linked(const struct range_lock *lock)
+{
+	return lock->rb_parent_flags & RL_LINKED;
+}
+
+static inline bool conflict(bool reader_a, bool reader_b)
+{
+	return !(reader_a && reader_b);
+}
+
+/* tree->flags: written only under tree_lock, always with an atomic store
+ * (fast readers load them without it); read with relaxed loads. */
+static inline uint32_t tree_flags(const struct range_lock_tree *tree)
+{
+	return __atomic_load_n(&tree->flags, __ATOMIC_RELAXED);
+}
+
+static inline void tree_flags_store(struct range_lock_tree *tree, uint32_t flags)
+{
+	rl_race_ok(&tree->flags, sizeof(tree->flags)); /* Valgrind: read unlocked */
+	__atomic_store_n(&tree->flags, flags, __ATOMIC_RELAXED);
+}
+
+static inline bool tree_is_fifo(const struct range_lock_tree *tree)
+{
+	return tree_flags(tree) & RANGE_LOCK_TREE_FLAG_FIFO;
+}
+
+/* The second level of a tree bound to a file (file_lock.c), or NULL: set
+ * under tree_lock while the tree is empty, read with a relaxed load
+ * (calls.c explains why that suffices). */
+static inline struct range_lock_file *file_of(struct range_lock_tree *tree)
+{
+	return __atomic_load_n(&tree->file, __ATOMIC_RELAXED);
+}
+
+/* ---- misuse ---------------------------------------------------------- */
+
+/* Print "librangelock: @call([start, last]): @why" and abort. */
+RL_HIDDEN __attribute__((noreturn)) void rl_die(const char *call,
+						const struct range_lock *lock,
+						const char *why);
+
+static inline void check_args(const char *call, struct range_lock_tree *tree,
+			      struct range_lock *lock)
+{
+	if (!tree || !lock)
+		rl_die(call, NULL, "NULL tree or request");
+}
+
+/* ---- wake list: grants to announce after tree_lock is dropped ------- */
+
+#define WAKE_BATCH 8
+struct wake_list {
+	_Atomic uint32_t *word[WAKE_BATCH];
+	int n;
+};
+
+static inline void wake_list_add(struct wake_list *wl, _Atomic uint32_t *word)
+{
+	if (wl->n == WAKE_BATCH) {
+		/* Full: wake now, under tree_lock.  Correct, only slower. */
+		rl_wake_one(word);
+		return;
+	}
+	wl->word[wl->n++] = word;
+}
+
+static inline void wake_list_flush(struct wake_list *wl)
+{
+	for (int i = 0; i < wl->n; i++)
+		rl_wake_one(wl->word[i]);
+}
+
+/* ---- tree operations, under tree_lock (protocol.c) -------------------- */
+
+/* A request is granted (under tree_lock, statistics on): count the
+ * acquisition and the hold. */
+RL_HIDDEN void stat_granted(struct range_lock_stats *st, bool reader, bool waited);
+
+/* What a request entering the tree finds on its range. */
+struct entry_scan {
+	uint32_t blockers;       /* intersecting conflicting requests */
+	bool must_wait;          /* one of them is held, or HANDOFF-marked */
+	uint64_t first_seq;      /* the smallest seqnum among them */
+};
+
+/* Count the requests @lock conflicts with, and whether it may overtake. */
+RL_HIDDEN void scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
+			  bool reader, bool stop_at_first, struct entry_scan *scan);
+/* Overtake them all (every one an unmarked waiter): returns @lock's seqnum. */
+RL_HIDDEN uint64_t overtake(struct range_lock_tree *tree, const struct range_lock *lock,
+			    bool reader, const struct entry_scan *scan);
+/* The caller has set lock->owner_tid.  @seqnum: tree->seqnum++ for an
+ * arrival, the overtake() position for an overtaker. */
+RL_HIDDEN void insert_request(struct range_lock_tree *tree, struct range_lock *lock,
+			      bool reader, uint32_t blockers, uint64_t seqnum);
+/* Take @lock out of the tree and release the later requests that counted it. */
+RL_HIDDEN void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
+			      struct wake_list *wl);
+/* Stop fast reads and move the published fast readers into the tree. */
+RL_HIDDEN void revoke_fast_readers(struct range_lock_tree *tree);
+/* In the read slow path: allow fast reads again after the delay. */
+RL_HIDDEN void maybe_bias(struct range_lock_tree *tree);
+
+/* ---- tree_lock: the internal lock of a tree (tree_lock.h) -------------- */
+
+static inline void tree_unlock(struct range_lock_tree *tree)
+{
+	rl_check_tree(tree);
+	/* While fast reads are allowed the word is never 0, so that no lone
+	 * writer takes the tree through the lock word past fast readers. */
+	tree_lock_release(tree_lock_word(tree),
+			  tree->root != NULL || (tree_flags(tree) & RL_TREE_BIASED));
+}
+
+/*
+ * Take tree_lock.  A request that held the empty tree through the fast path
+ * (tree_lock.h) is displaced by that and enters the tree here, as the held
+ * request it is: first in arrival order, since the tree was empty and nobody
+ * could enter before it was displaced.
+ */
+static inline void tree_lock(struct range_lock_tree *tree)
+{
+	uintptr_t fast = tree_lock_acquire(tree_lock_word(tree));
+
+	if (__builtin_expect(fast != 0, 0)) {
+		struct range_lock *holder = (struct range_lock *)(fast & ~TL_FAST_BITS);
+		bool reader = fast == ((uintptr_t)holder | TL_FAST_R);
+
+		insert_request(tree, holder, reader, 0, tree->seqnum++);
+		/* Statistics were off when it took the fast path, or it is
+		 * materialising itself because they are on (enter()): count
+		 * its hold now, as its unlock will go through the tree and be
+		 * counted. */
+		if (tree->stats)
+			stat_granted(tree->stats, reader, false);
+	}
+}
+
+/* Is @lock a node of @tree?  Walks up to the root: O(log n). */
+static inline bool in_tree(const struct range_lock_tree *tree, const struct range_lock *lock)
+{
+	const struct range_lock *n = lock, *p;
+
+	if (!is_linked(lock))
+		return false;
+	while ((p = itree_parent(n)))
+		n = p;
+	return n == tree->root;
+}
+
+/* Under tree_lock: abort unless @lock is held in @tree in mode @reader. */
+static inline void check_held(const char *call, struct range_lock_tree *tree,
+			      struct range_lock *lock, bool reader)
+{
+	if (!in_tree(tree, lock)) {
+		tree_unlock(tree);
+		rl_die(call, lock, "request is not in this tree (not locked?)");
+	}
+	if (atomic_load_explicit(wait_word(lock), memory_order_relaxed) != 0) {
+		tree_unlock(tree);
+		rl_die(call, lock, "request is still waiting, not held");
+	}
+	if (is_reader(lock) != reader) {
+		tree_unlock(tree);
+		rl_die(call, lock, reader ? "range is held for writing, not reading"
+				       : "range is held for reading, not writing");
+	}
+}
+
+/* The fast path: may @lock hold @tree without entering it? */
+static inline uintptr_t fast_value(struct range_lock *lock, bool reader)
+{
+	return (uintptr_t)lock | (reader ? TL_FAST_R : TL_FAST_W);
+}
+
+static inline bool fast_path_allowed(struct range_lock_tree *tree)
+{
+#if RANGELOCK_CHECKS
+	(void)tree;
+	return false; /* every request goes through the checked tree */
+#else
+	/* Statistics count in the tree: enter() looks at tree->stats after
+	 * its fast CAS and materialises itself when they are on (one load
+	 * either way; looking before the CAS too would cost another). */
+	(void)tree;
+	return true;
+#endif
+}
+
+#endif /* RANGELOCK_PROTOCOL_H */

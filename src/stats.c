@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librangelock: statistics (enable, get, reset) and the dump of a tree.
+ * The counters are updated by the lock's other files through stats.h; the
+ * wait times by waiting.c.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rangelock/rangelock.h>
+
+#include "annotate.h"
+#include "fast_read.h"
+#include "interval_tree.h"
+#include "protocol.h"
+#include "stats.h"
+
+/* ---- enable, get, reset and dump ----------------------------------- */
+
+/* Under tree_lock: recount held_now and waiting_now from the tree. */
+static void stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
+{
+	uint64_t held = 0, waiting = 0;
+	const struct range_lock *n;
+
+	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
+		if (atomic_load_explicit(wait_word((struct range_lock *)n),
+					 memory_order_relaxed) != 0)
+			waiting++;
+		else
+			held++;
+	}
+	__atomic_store_n(&st->held_now, held, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->waiting_now, waiting, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->held_peak, held, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->waiting_peak, waiting, __ATOMIC_RELAXED);
+}
+
+/* The counters as an array; 8-aligned (as the struct is) so that i386 does
+ * its atomic 64-bit accesses inline rather than through libatomic. */
+typedef uint64_t stat_word_t __attribute__((aligned(8)));
+
+static void stats_zero(struct range_lock_stats *st)
+{
+	stat_word_t *f = (stat_word_t *)st;
+
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		__atomic_store_n(&f[i], 0, __ATOMIC_RELAXED);
+}
+
+int range_lock_tree_enable_stats(struct range_lock_tree *tree,
+				 struct range_lock_stats *storage)
+{
+	int r = 0;
+
+	if (!tree || !storage)
+		return -EINVAL;
+	tree_lock(tree);
+	if (tree->stats && tree->stats != storage) {
+		r = -EBUSY;
+	} else if (!tree->stats) {
+		/* Statistics count in the tree: no fast reads from now on. */
+		revoke_fast_readers(tree);
+		/* Atomics without tree_lock (waiters' wait times, readers
+		 * of the pointer): Valgrind's tools must not check them. */
+		rl_race_ok(storage, sizeof(*storage));
+		rl_race_ok(&tree->stats, sizeof(tree->stats));
+		stats_zero(storage);
+		stats_recount(tree, storage);
+		/* release: a waiter that sees the pointer sees zeroed counters */
+		__atomic_store_n(&tree->stats, storage, __ATOMIC_RELEASE);
+	}
+	tree_unlock(tree);
+	return r;
+}
+
+int range_lock_tree_get_stats(struct range_lock_tree *tree,
+			      struct range_lock_stats *out)
+{
+	const stat_word_t *f;
+	uint64_t *o = (uint64_t *)out;
+
+	if (!tree || !out)
+		return -EINVAL;
+	tree_lock(tree);
+	if (!tree->stats) {
+		tree_unlock(tree);
+		memset(out, 0, sizeof(*out));
+		return -ENODATA;
+	}
+	f = (const stat_word_t *)tree->stats;
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+	tree_unlock(tree);
+	return 0;
+}
+
+void range_lock_tree_reset_stats(struct range_lock_tree *tree)
+{
+	if (!tree)
+		rl_die("range_lock_tree_reset_stats", NULL, "NULL tree");
+	tree_lock(tree);
+	if (tree->stats) {
+		stats_zero(tree->stats);
+		stats_recount(tree, tree->stats);
+	}
+	tree_unlock(tree);
+}
+
+void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
+{
+	const struct range_lock *n;
+	uint32_t word;
+	char who[24];
+	int oldstate;
+
+	if (!tree || !out)
+		rl_die("range_lock_tree_dump", NULL, "NULL tree or stream");
+	/* fprintf() is a cancellation point: never be cancelled holding
+	 * tree_lock. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
+	tree_lock(tree);
+	revoke_fast_readers(tree); /* fast readers are shown as the held readers they are */
+	fprintf(out, "range_lock_tree %p: %u request(s), next seqnum %llu\n",
+		(void *)tree, tree->nr_requests, (unsigned long long)tree->seqnum);
+	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
+		word = atomic_load_explicit(wait_word((struct range_lock *)n),
+					    memory_order_relaxed);
+		/* A reader taken from its slot knows its slot, not its thread. */
+		if (n->owner_tid & RL_SLOT_TAG)
+			snprintf(who, sizeof(who), "slot=%u", n->owner_tid & ~RL_SLOT_TAG);
+		else
+			snprintf(who, sizeof(who), "tid=%u", n->owner_tid);
+		fprintf(out, "  [%llu, %llu] %s %s seq=%llu blocking=%u %s%s\n",
+			(unsigned long long)n->start, (unsigned long long)n->last,
+			is_reader(n) ? "read " : "write",
+			word == 0 ? "held    " : word == ELIGIBLE ? "eligible" : "waiting ",
+			(unsigned long long)n->seqnum, blockers_of(word), who,
+			(word & HANDOFF) ? " handoff" : "");
+	}
+	tree_unlock(tree);
+	pthread_setcancelstate(oldstate, NULL);
+}
