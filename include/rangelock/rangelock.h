@@ -72,6 +72,10 @@
  *    abort(): continuing would corrupt the tree or break exclusion.  A
  *    request must be initialised before its first use; re-initialising one
  *    that is in a tree is not detected (its memory may hold anything).
+ *    A tree holds at most 2^30 - 1024 requests at once (held or waiting;
+ *    64 GiB of them on a 64-bit target): a lock call past that aborts the
+ *    same way ("too many requests in this tree") rather than overflow the
+ *    count a waiter keeps of the requests it waits for.
  *  - Memory ordering: everything a thread did before an unlock (or a
  *    downgrade) happens before everything a thread does after the lock call
  *    that a conflicting later request of it returns from, as for
