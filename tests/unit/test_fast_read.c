@@ -1105,6 +1105,41 @@ static void test_signal_handler_reads_fast_inside_publish(void **state)
 	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
 }
 
+/*
+ * range_downgrade_write() of a read held fast (in a slot, in no tree)
+ * names the misuse, a read hold, as for a read held in the tree; it used
+ * to say "request is not in this tree".  In a child process: it aborts.
+ */
+static struct range_lock_tree downgrade_tree;
+
+static void downgrade_of_fast_read(void)
+{
+	struct range_lock r;
+
+	if (!bias(&downgrade_tree))
+		_exit(3);
+	range_lock_init(&r, 3, 7);
+	range_read_lock(&downgrade_tree, &r);
+	if (!held_fast(&r))
+		_exit(4);
+	range_downgrade_write(&downgrade_tree, &r);
+}
+
+static void test_downgrade_of_fast_read_aborts(void **state)
+{
+	const char *want = "range_downgrade_write([3, 7]): range is held for reading";
+	struct child_result res;
+
+	(void)state;
+	range_lock_tree_init(&downgrade_tree);
+	run_child(downgrade_of_fast_read, &res);
+	if (!strstr(res.out, want))
+		print_error("status %#x, stderr was: '%s', wanted '%s'\n", res.status,
+			    res.out, want);
+	assert_true(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGABRT);
+	assert_non_null(strstr(res.out, want));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1127,6 +1162,7 @@ int main(void)
 		cmocka_unit_test(test_downgrade_on_biased_tree),
 		cmocka_unit_test(test_read_calls_on_biased_tree),
 		cmocka_unit_test(test_signal_handler_reads_fast_inside_publish),
+		cmocka_unit_test(test_downgrade_of_fast_read_aborts),
 	};
 
 	watchdog(120);
