@@ -135,7 +135,9 @@
  *    into a plugin (librangelock.a is position-independent) keeps that
  *    plugin loaded from its first fast read (POSIX backend: its first wait
  *    of any kind); dlclose() of a plugin whose copy made neither unloads
- *    it as usual.
+ *    it as usual.  (musl loads no dlopen()ed object that uses initial-exec
+ *    thread-local storage, as the library does: there it must be linked
+ *    into the program or its startup libraries.)
  */
 #ifndef RANGELOCK_RANGELOCK_H
 #define RANGELOCK_RANGELOCK_H
