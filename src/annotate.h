@@ -127,7 +127,8 @@
  *      initialiser ends with rl_hb_release(&once), every caller follows
  *      pthread_once() with rl_hb_acquire(&once) (fast_read.c: the slot
  *      key, made by whichever thread claims a slot first; wait_posix.c:
- *      the buckets and the thread pipe key).  Without it Helgrind reports
+ *      the buckets and the thread pipe key; checks.c: the thread-exit
+ *      key of the checking mode).  Without it Helgrind reports
  *      the second thread's read of the key against pthread_key_create().
  * Blind spot (docs/debugging.md): two critical sections on disjoint ranges, one after
  * the other, are ordered through edges 1-2, as they really are; a race
