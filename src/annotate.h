@@ -107,7 +107,7 @@
  *      rl_race_ok(wait_word, sizeof(uint32_t)) so that Helgrind does not
  *      flag it against the waiter's own SLEEPING CAS.  Setting HANDOFF and
  *      claiming are the owner's own writes: nothing to add.
-   9. (Issue 13) A fast reader publishes its slot (fast_read_acquire(),
+ *   9. (Issue 13) A fast reader publishes its slot (fast_read_acquire(),
  *      release: the revoker that wins the slot reads the request):
  *      rl_hb_release(&slot->state) before the exchange; the revoker,
  *      rl_hb_acquire(&slot->state) after its CAS wins (rl_take_published()).
@@ -122,6 +122,14 @@
  *      is the tree, not the slot: a revoker acquiring every slot it scans
  *      would order it after readers of other trees.  A fast read taken
  *      into the tree unlocks through tree_lock: edges 1-2.
+ *   12. One-time initialisation by pthread_once() (the tools do not see
+ *      glibc's: its fast path is a plain-looking acquire load): the
+ *      initialiser ends with rl_hb_release(&once), every caller follows
+ *      pthread_once() with rl_hb_acquire(&once) (fast_read.c: the slot
+ *      key, made by whichever thread claims a slot first; wait_posix.c:
+ *      the buckets and the thread pipe key; checks.c: the thread-exit
+ *      key of the checking mode).  Without it Helgrind reports
+ *      the second thread's read of the key against pthread_key_create().
  * Blind spot (docs/debugging.md): two critical sections on disjoint ranges, one after
  * the other, are ordered through edges 1-2, as they really are; a race
  * between them is reported only when they overlap in time.

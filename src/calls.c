@@ -159,6 +159,12 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 		tree_unlock(tree);
 		rl_die(call, lock, ALREADY_IN_TREE);
 	}
+	if (__builtin_expect(tree->nr_requests >= RL_MAX_TREE_REQUESTS, 0)) {
+		/* The wait word's count must not wrap (protocol.h). */
+		tree_unlock(tree);
+		rl_die(call, lock, "too many requests in this tree (the limit is "
+		       "2^30 - 1024 at once: a waiter counts its blockers in 30 bits)");
+	}
 	return ENTER_TREE;
 }
 

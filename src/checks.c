@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "interval_tree.h"
+#include "pin.h"
 #include "protocol.h"
 #include "thread_id.h"
 
@@ -141,8 +142,17 @@ static struct hold *holds;
 static size_t nr_holds, cap_holds;
 static struct order_edge *edges;
 static size_t nr_edges, cap_edges;
+/* The thread-exit key: made once (annotate.h, edge 12, for Helgrind and
+ * DRD; the union gives the once word a pointer's width), and only when its
+ * destructor, this copy's code, stays mapped until every thread has exited
+ * (pin.c: a static copy in a plugin pins the plugin); else no key, and no
+ * report of a thread that exits holding a range. */
 static pthread_key_t exit_key;
-static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static bool exit_key_made;
+static union {
+	pthread_once_t once;
+	void *key_bytes;
+} exit_key_once = { PTHREAD_ONCE_INIT };
 
 /* The registry functions print (cancellation points) with registry_mutex
  * held: they run with cancellation disabled. */
@@ -209,7 +219,9 @@ static void report_exit_with_holds(void *arg)
 
 static void make_exit_key(void)
 {
-	pthread_key_create(&exit_key, report_exit_with_holds);
+	exit_key_made = rl_pin_self() &&
+			pthread_key_create(&exit_key, report_exit_with_holds) == 0;
+	rl_hb_release(&exit_key_once); /* edge 12: pthread_once's own release follows */
 }
 
 static bool conflicting(bool reader_a, bool reader_b)
@@ -295,8 +307,10 @@ void rl_check_acquired(struct range_lock_tree *tree, struct range_lock *lock,
 {
 	uint32_t me = rl_thread_id();
 
-	pthread_once(&exit_key_once, make_exit_key);
-	pthread_setspecific(exit_key, (void *)(uintptr_t)me);
+	pthread_once(&exit_key_once.once, make_exit_key);
+	rl_hb_acquire(&exit_key_once); /* edge 12 */
+	if (exit_key_made)
+		pthread_setspecific(exit_key, (void *)(uintptr_t)me);
 
 	int cancel_state = registry_enter();
 	/* Order: every other tree this thread holds was taken before @tree. */

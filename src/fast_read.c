@@ -8,10 +8,15 @@
 #include <stdlib.h>
 
 #include "fast_read.h"
+#include "pin.h"
 
 struct rl_slot rl_slots[RL_SLOTS];
 _Atomic uint32_t rl_slots_used;
 _Thread_local struct rl_slot *rl_my_slot __attribute__((tls_model("initial-exec")));
+/* The thread's slot even while rl_my_slot is NULL inside an acquire
+ * (fast_read.h); CLAIMING while rl_claim_slot() looks for one. */
+static _Thread_local struct rl_slot *my_claimed __attribute__((tls_model("initial-exec")));
+#define CLAIMING ((struct rl_slot *)1)
 
 /* A thread that found the table full looks again only after this many of
  * its fast-read attempts: a full table must not cost a 512-slot scan per
@@ -19,8 +24,20 @@ _Thread_local struct rl_slot *rl_my_slot __attribute__((tls_model("initial-exec"
 #define CLAIM_RETRY 4096
 static _Thread_local uint32_t claim_backoff __attribute__((tls_model("initial-exec")));
 
+/*
+ * The slot key is made once, by the first thread that claims a slot.
+ * pthread_once() orders that making before every other thread's use of the
+ * key, but Helgrind and DRD do not see its synchronisation (glibc's fast
+ * path is an acquire load they take for a plain one), so the one-time
+ * initialisation is an edge of annotate.h (12), keyed on the once word.
+ * The union gives the key the pointer's width the tools exclude from race
+ * checking (annotate.c), so that no neighbour's bytes are excluded too.
+ */
 static pthread_key_t slot_key;
-static pthread_once_t slot_key_once = PTHREAD_ONCE_INIT;
+static union {
+	pthread_once_t once;
+	uintptr_t key_bytes;
+} slot_key_once = { PTHREAD_ONCE_INIT };
 
 /* Set ORPHAN on a published or materialised slot, or free an idle one. */
 static void orphan_slot(struct rl_slot *s)
@@ -45,23 +62,37 @@ static void slot_thread_exit(void *arg)
 {
 	orphan_slot(arg);
 	rl_my_slot = NULL;
+	my_claimed = NULL;
 }
 
+/* Once, at the first claim of this copy of the library.  The destructor
+ * is this copy's code: it is registered only once the code is sure to stay
+ * mapped until every thread has exited (pin.c: a static copy in a plugin
+ * pins the plugin).  Without a key, a thread's slot is never freed: the
+ * table fills, and then reads go through the tree (correct, slower). */
 static void make_slot_key(void)
 {
-	if (pthread_key_create(&slot_key, slot_thread_exit))
+	if (!rl_pin_self() || pthread_key_create(&slot_key, slot_thread_exit))
 		slot_key = (pthread_key_t)-1; /* no destructor: the slot leaks */
+	rl_hb_release(&slot_key_once); /* edge 12: pthread_once's own release follows */
 }
 
 struct rl_slot *rl_claim_slot(void)
 {
 	uint32_t i, used;
 
+	/* Nested in this thread's own acquire or claim (a signal handler):
+	 * through the tree (fast_read.h). */
+	if (my_claimed)
+		return NULL;
 	if (claim_backoff) {
 		claim_backoff--;
 		return NULL;
 	}
-	pthread_once(&slot_key_once, make_slot_key);
+	my_claimed = CLAIMING;
+	atomic_signal_fence(memory_order_seq_cst);
+	pthread_once(&slot_key_once.once, make_slot_key);
+	rl_hb_acquire(&slot_key_once); /* edge 12: slot_key is made */
 	for (i = 0; i < RL_SLOTS; i++) {
 		struct rl_slot *s = &rl_slots[i];
 		uintptr_t v = SLOT_FREE;
@@ -87,10 +118,13 @@ struct rl_slot *rl_claim_slot(void)
 			;
 		if (slot_key != (pthread_key_t)-1)
 			pthread_setspecific(slot_key, s);
-		rl_my_slot = s;
+		atomic_signal_fence(memory_order_seq_cst);
+		rl_my_slot = my_claimed = s;
 		return s;
 	}
 	claim_backoff = CLAIM_RETRY;
+	atomic_signal_fence(memory_order_seq_cst);
+	my_claimed = NULL;
 	return NULL;
 }
 
@@ -149,7 +183,7 @@ static void slots_after_fork(void)
 	uint32_t n = atomic_load_explicit(&rl_slots_used, memory_order_relaxed);
 
 	for (uint32_t i = 0; i < n; i++)
-		if (&rl_slots[i] != rl_my_slot)
+		if (&rl_slots[i] != my_claimed)
 			orphan_slot(&rl_slots[i]);
 	claim_backoff = 0;
 }
@@ -158,6 +192,10 @@ __attribute__((constructor)) static void slots_atfork(void)
 {
 	pthread_atfork(NULL, NULL, slots_after_fork);
 }
+
+#ifdef RL_TEST_HOOKS
+void (*rl_test_publish_hook)(void);
+#endif
 
 int rl_test_fast_read_biased(struct range_lock_tree *tree)
 {

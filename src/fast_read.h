@@ -99,10 +99,14 @@ struct rl_slot {
 
 extern struct rl_slot rl_slots[RL_SLOTS] RL_HIDDEN;
 extern _Atomic uint32_t rl_slots_used RL_HIDDEN;
+/* The calling thread's slot; NULL before its first claim, and while it is
+ * inside fast_read_acquire()'s unpublished stretch (see there). */
 extern _Thread_local struct rl_slot *rl_my_slot
 	__attribute__((tls_model("initial-exec"))) RL_HIDDEN;
 
-/* Claim a slot for this thread (first fast read); NULL if none is free. */
+/* Claim a slot for this thread (first fast read); NULL if none is free,
+ * and in a call nested in this thread's own fast_read_acquire() or claim
+ * (a signal handler): the thread has a slot, or is claiming one. */
 RL_HIDDEN struct rl_slot *rl_claim_slot(void);
 
 /* Under @tree's internal lock, BIASED just cleared: take every slot
@@ -119,6 +123,16 @@ RL_HIDDEN void rl_slot_unmaterialise(struct range_lock_tree *tree, uint32_t owne
  * published, not materialised, fast read of @tree. */
 RL_HIDDEN int rl_test_fast_read_biased(struct range_lock_tree *tree);
 RL_HIDDEN int rl_test_fast_readers(struct range_lock_tree *tree);
+
+/* Test builds only (RL_TEST_HOOKS: the static test variants): called, if
+ * set, between the request's store into the slot and the publishing CAS,
+ * where tests/unit/test_fast_read.c raises a signal. */
+#ifdef RL_TEST_HOOKS
+extern void (*rl_test_publish_hook)(void) RL_HIDDEN;
+#define RL_TEST_PUBLISH_HOOK() do { if (rl_test_publish_hook) rl_test_publish_hook(); } while (0)
+#else
+#define RL_TEST_PUBLISH_HOOK() ((void)0)
+#endif
 
 static inline struct rl_slot *slot_of(uint32_t owner_tid)
 {
@@ -140,27 +154,52 @@ static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
 {
 	struct rl_slot *s = rl_my_slot;
 	uintptr_t pub = (uintptr_t)tree | SLOT_PUB, idle = SLOT_IDLE;
+	bool published;
 
 	if (__builtin_expect(!s, 0) && !(s = rl_claim_slot()))
 		return FAST_READ_NO;
+	/*
+	 * From here to the publishing CAS the slot is this thread's but holds
+	 * nothing yet.  A signal handler that interrupted that stretch and
+	 * read fast itself would leave the slot IDLE with its own request in
+	 * req, and the CAS below would then publish that dead request: the
+	 * interrupted read would be invisible to writers.  So rl_my_slot is
+	 * NULL meanwhile: a nested call finds no slot, and rl_claim_slot()
+	 * (which knows the thread has one) sends it through the tree, which
+	 * this thread does not hold at this point.  (No call of the library
+	 * is async-signal-safe, as the header says; this only keeps the fast
+	 * path from breaking exclusion when one is used so all the same.)
+	 * Two stores, no test on the hot path; the signal fences keep the
+	 * compiler from moving them across the slot's accesses and cost no
+	 * instruction.
+	 */
+	rl_my_slot = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
 	/* Acquire: after a cross-thread unlock, the unlocker's release CAS
 	 * comes before our writes to the slot below. */
-	if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_IDLE)
+	if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_IDLE) {
+		atomic_signal_fence(memory_order_seq_cst);
+		rl_my_slot = s;
 		return FAST_READ_NO; /* this thread already reads fast there */
+	}
 	lock->owner_tid = RL_SLOT_TAG | (uint32_t)(s - rl_slots);
 	lock->rb_parent_flags = RL_READER | RL_LINKED;
 	atomic_store_explicit(&s->req, lock, memory_order_relaxed);
 
 	/* Publish (release: a revoker that wins the slot sees the fields
-	 * above), then the full fence of the handshake.  A CAS, not an
-	 * exchange: the same cost, and it cannot overwrite a publication
-	 * made since the look above (by a signal handler, outside the
-	 * contract). */
+	 * above), then the full fence of the handshake.  The CAS cannot
+	 * fail: only this thread moves its slot out of IDLE, and not in a
+	 * nested call (above).  A CAS rather than an exchange costs the same
+	 * and, were the slot ever not IDLE here, would publish nothing. */
+	RL_TEST_PUBLISH_HOOK();
 	rl_hb_release(&s->state); /* annotate.h, edge 9 */
-	if (!atomic_compare_exchange_strong_explicit(&s->state, &idle, pub,
-						     memory_order_seq_cst,
-						     memory_order_relaxed))
-		return FAST_READ_NO; /* cannot happen in the contract; fail safe */
+	published = atomic_compare_exchange_strong_explicit(&s->state, &idle, pub,
+							    memory_order_seq_cst,
+							    memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	rl_my_slot = s; /* published: a nested call sees PUB and backs off */
+	if (!published)
+		return FAST_READ_NO;
 	if (__builtin_expect(__atomic_load_n(&tree->flags, __ATOMIC_SEQ_CST) &
 			     RL_TREE_BIASED, 1)) {
 		rl_hb_acquire(&tree->flags); /* edge 10: whoever set BIASED */

@@ -481,6 +481,12 @@ void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock
 	struct range_lock *n;
 
 	check_args("range_downgrade_write", tree, lock);
+	/* A read held fast is in no tree (its slot holds it): name the misuse,
+	 * as check_held() does for a read held in the tree, rather than "not
+	 * in this tree".  The tag is the request's own, never written by a
+	 * revoker (fast_read.h). */
+	if (lock->owner_tid & RL_SLOT_TAG)
+		rl_die("range_downgrade_write", lock, "range is held for reading, not writing");
 	if (file_of(tree)) /* the OFD lock converts first (never waits) */
 		rl_file_downgrade(file_of(tree), lock->start, lock->last);
 	wl.n = 0;

@@ -35,6 +35,25 @@ static inline uint32_t blockers_of(uint32_t word)
 	return word >> 2;
 }
 
+/*
+ * At most this many requests in one tree at once.  A waiter's wait word
+ * counts its blockers in 30 bits (blockers * ONE_BLOCKER, and overtakers
+ * add ONE_BLOCKER each), and a waiter never has more blockers than the
+ * tree has other requests; a count that wrapped would make a waiter held
+ * at once.  So every lock call that takes tree_lock refuses, aborting, a
+ * request past this limit (enter(), calls.c).  Requests enter without that
+ * check in two ways, both bounded: fast reads materialised by a revoker
+ * (one per slot of the table, RL_SLOTS in all) and the lock word's
+ * displaced fast holder (one): hence the headroom.  2^30 requests are
+ * 64 GiB of struct range_lock on 64-bit targets (more than a 32-bit
+ * address space holds); a test variant sets a small limit.
+ */
+#ifndef RL_MAX_TREE_REQUESTS
+#define RL_MAX_TREE_REQUESTS ((1u << 30) - 2 * RL_SLOTS)
+#endif
+_Static_assert(RL_MAX_TREE_REQUESTS + RL_SLOTS + 1 <= (1u << 30),
+	       "the wait word's blocker count could wrap");
+
 static inline tree_word_t *tree_lock_word(struct range_lock_tree *tree)
 {
 	return (tree_word_t *)&tree->lock_word;

@@ -41,6 +41,8 @@
  * macOS lacks pthread_condattr_setclock(), so this file does not build there
  * as it is; see docs/testing.md, "Platforms, and what a port needs".
  */
+#include "annotate.h"
+#include "pin.h"
 #include "wait.h"
 
 #if !RANGELOCK_USE_FUTEX
@@ -75,7 +77,12 @@ struct bucket {
 };
 
 static struct bucket buckets[NR_BUCKETS];
-static pthread_once_t buckets_once = PTHREAD_ONCE_INIT;
+/* Also the key of the one-time initialisation's edge for Helgrind and DRD
+ * (annotate.h, 12), the pointer's width that they exclude from checking. */
+static union {
+	pthread_once_t once;
+	void *key_bytes;
+} buckets_once = { PTHREAD_ONCE_INIT };
 
 /* The thread's pipe for interruptible waits: [0] read, [1] write; -1 until
  * first needed.  Closed by the key's destructor at thread exit. */
@@ -136,8 +143,14 @@ static void after_fork_in_child(void)
 static void buckets_init(void)
 {
 	buckets_init_all();
-	check("pthread_key_create", pthread_key_create(&thread_pipe_key, thread_pipe_close));
+	/* The destructor is this copy's code: only once that stays mapped
+	 * until every thread has exited (pin.c; a static copy in a plugin
+	 * pins the plugin).  Otherwise a thread's pipe stays open after it
+	 * exits (two descriptors per thread that waited interruptibly). */
+	check("pthread_key_create", pthread_key_create(&thread_pipe_key,
+						       rl_pin_self() ? thread_pipe_close : NULL));
 	check("pthread_atfork", pthread_atfork(NULL, NULL, after_fork_in_child));
+	rl_hb_release(&buckets_once); /* edge 12: pthread_once's own release follows */
 }
 
 static void thread_pipe_open(void)
@@ -154,7 +167,8 @@ static struct bucket *bucket_of(_Atomic uint32_t *word)
 {
 	uintptr_t a = (uintptr_t)word;
 
-	pthread_once(&buckets_once, buckets_init);
+	pthread_once(&buckets_once.once, buckets_init);
+	rl_hb_acquire(&buckets_once); /* edge 12 */
 	return &buckets[((a >> 2) ^ (a >> 12)) % NR_BUCKETS];
 }
 

@@ -91,6 +91,10 @@
  *    abort(): continuing would corrupt the tree or break exclusion.  A
  *    request must be initialised before its first use; re-initialising one
  *    that is in a tree is not detected (its memory may hold anything).
+ *    A tree holds at most 2^30 - 1024 requests at once (held or waiting;
+ *    64 GiB of them on a 64-bit target): a lock call past that aborts the
+ *    same way ("too many requests in this tree") rather than overflow the
+ *    count a waiter keeps of the requests it waits for.
  *  - Memory ordering: everything a thread did before an unlock (or a
  *    downgrade) happens before everything a thread does after the lock call
  *    that a conflicting later request of it returns from, as for
@@ -143,6 +147,16 @@
  *    is always fine.  Trees are private to one process.  The child's copy of
  *    the fast-read table keeps the forking thread's slot and frees the
  *    others' (their holds stay held), so the child's trees read fast too.
+ *  - dlclose(): a thread that read fast (or, with the POSIX wait backend,
+ *    waited in an _interruptible call) runs the library's code when it
+ *    exits, so the library stays mapped until the process exits:
+ *    librangelock.so is linked with -z nodelete, and a static copy linked
+ *    into a plugin (librangelock.a is position-independent) keeps that
+ *    plugin loaded from its first fast read (POSIX backend: its first wait
+ *    of any kind); dlclose() of a plugin whose copy made neither unloads
+ *    it as usual.  (musl loads no dlopen()ed object that uses initial-exec
+ *    thread-local storage, as the library does: there it must be linked
+ *    into the program or its startup libraries.)
  */
 #ifndef RANGELOCK_RANGELOCK_H
 #define RANGELOCK_RANGELOCK_H

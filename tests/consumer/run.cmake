@@ -67,6 +67,16 @@ endif()
 run(${CC} ${SRC}/tests/consumer/consumer.c -o ${WORK}/pc_consumer ${flags})
 run(${WORK}/pc_consumer)
 message(STATUS "pkg-config: ${last_output}")
+if(NOT shared)
+  # A plugin built on the installed librangelock.a (PIC, so that it links
+  # into a shared object), dlopen()ed, read fast on a worker thread and
+  # dlclose()d before that thread exits (tests/plugin/host.c).
+  run(${CC} -shared -fPIC -fvisibility=hidden ${SRC}/tests/plugin/plugin.c
+      -o ${WORK}/plugin.so ${flags})
+  run(${CC} ${SRC}/tests/plugin/host.c -o ${WORK}/plugin_host -pthread -ldl)
+  run(${WORK}/plugin_host ${WORK}/plugin.so f 1)
+  message(STATUS "static copy in a plugin: ${last_output}")
+endif()
 find_program(CXX NAMES c++ g++ clang++)
 if(CXX)
   run(${CXX} -std=c++17 ${SRC}/tests/consumer/consumer.cpp -o ${WORK}/pc_consumer_cxx ${flags})

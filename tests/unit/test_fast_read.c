@@ -29,6 +29,7 @@
 /* The hooks (src/fast_read.h; hidden, so only the static variants have them). */
 int rl_test_fast_read_biased(struct range_lock_tree *tree);
 int rl_test_fast_readers(struct range_lock_tree *tree);
+extern void (*rl_test_publish_hook)(void); /* RL_TEST_HOOKS */
 
 /* A fast-held request's owner_tid is SLOT_TAG | slot index (the protocol:
  * the request remembers its slot); a thread id never has bit 31. */
@@ -1039,6 +1040,106 @@ static void test_read_calls_on_biased_tree(void **state)
 	assert_int_equal(range_lock_tree_destroy(&t), 0);
 }
 
+/*
+ * A signal handler that reads fast on the thread it interrupted, while
+ * that thread is between storing its request into its slot and publishing
+ * it (the hook raises the signal there, once).  The handler's read must go
+ * through the tree, and the interrupted read must still exclude writers:
+ * a nested fast read would leave the slot idle with the handler's request
+ * in it, and the interrupted read would then publish that dead request
+ * (a writer of [0, 9] granted while [0, 9] is read).
+ */
+static struct range_lock_tree *nested_tree;
+static struct range_lock nested_req;
+static volatile sig_atomic_t nested_ran, nested_fast;
+
+static void nested_handler(int sig)
+{
+	(void)sig;
+	range_lock_init(&nested_req, 50, 50);
+	range_read_lock(nested_tree, &nested_req);
+	nested_fast = held_fast(&nested_req);
+	range_read_unlock(nested_tree, &nested_req);
+	nested_ran = 1;
+}
+
+static void raise_once(void)
+{
+	rl_test_publish_hook = NULL;
+	raise(SIGUSR1);
+}
+
+static void test_signal_handler_reads_fast_inside_publish(void **state)
+{
+	struct sigaction sa, old;
+	struct range_lock_tree t;
+	struct range_lock r, w;
+
+	(void)state;
+	range_lock_tree_init(&t);
+	nested_tree = &t;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = nested_handler;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	assert_true(bias(&t));
+
+	rl_test_publish_hook = raise_once;
+	range_lock_init(&r, 0, 9);
+	range_read_lock(&t, &r);
+	rl_test_publish_hook = NULL;
+	assert_int_equal(nested_ran, 1);
+	assert_false(nested_fast);      /* nested: through the tree */
+	assert_true(held_fast(&r));     /* the interrupted read: fast */
+
+	range_lock_init(&w, 0, 9);      /* revokes the bias; must not be granted */
+	assert_int_equal(range_write_trylock(&t, &w), 0);
+	range_lock_init(&w, 50, 50);    /* the handler's range is free again */
+	assert_int_equal(range_write_trylock(&t, &w), 1);
+	range_write_unlock(&t, &w);
+	range_read_unlock(&t, &r);
+	range_lock_init(&w, 0, 9);
+	assert_int_equal(range_write_trylock(&t, &w), 1);
+	range_write_unlock(&t, &w);
+	assert_int_equal(range_lock_tree_destroy(&t), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+}
+
+/*
+ * range_downgrade_write() of a read held fast (in a slot, in no tree)
+ * names the misuse, a read hold, as for a read held in the tree; it used
+ * to say "request is not in this tree".  In a child process: it aborts.
+ */
+static struct range_lock_tree downgrade_tree;
+
+static void downgrade_of_fast_read(void)
+{
+	struct range_lock r;
+
+	if (!bias(&downgrade_tree))
+		_exit(3);
+	range_lock_init(&r, 3, 7);
+	range_read_lock(&downgrade_tree, &r);
+	if (!held_fast(&r))
+		_exit(4);
+	range_downgrade_write(&downgrade_tree, &r);
+}
+
+static void test_downgrade_of_fast_read_aborts(void **state)
+{
+	const char *want = "range_downgrade_write([3, 7]): range is held for reading";
+	struct child_result res;
+
+	(void)state;
+	range_lock_tree_init(&downgrade_tree);
+	run_child(downgrade_of_fast_read, &res);
+	if (!strstr(res.out, want))
+		print_error("status %#x, stderr was: '%s', wanted '%s'\n", res.status,
+			    res.out, want);
+	assert_true(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGABRT);
+	assert_non_null(strstr(res.out, want));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1060,6 +1161,8 @@ int main(void)
 		cmocka_unit_test(test_dump_shows_fast_reader),
 		cmocka_unit_test(test_downgrade_on_biased_tree),
 		cmocka_unit_test(test_read_calls_on_biased_tree),
+		cmocka_unit_test(test_signal_handler_reads_fast_inside_publish),
+		cmocka_unit_test(test_downgrade_of_fast_read_aborts),
 	};
 
 	watchdog(120);
