@@ -67,7 +67,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #ifndef RL_TEST_LONG_HANDOFF
@@ -80,7 +82,9 @@
 #define CODE_R 7u
 #define CODE_WS 6u
 #define CODE_RS 2u
-#define HANDOFF_BIT 2u /* struct range_lock.wait_word: marked */
+#define HANDOFF_W 1u /* waiter | 1: asks for the word, the holder writes */
+#define HANDOFF_R 4u /* waiter | 4: asks for the word, the holder reads */
+#define HANDED 0u /* waiter | 0: handed to the waiter, not picked up yet */
 #define TREE_BIASED_FLAG 4u /* struct range_lock_tree.flags: fast reads on */
 #define RL_LINKED_BIT 4u /* struct range_lock.rb_parent_flags: in a tree (or word held) */
 
@@ -111,9 +115,9 @@ static NO_TSAN void *peek_root(struct range_lock_tree *t)
 	return *(void *volatile *)&t->root;
 }
 
-static NO_TSAN __attribute__((unused)) uint32_t peek_wait_word(struct range_lock *r)
+static NO_TSAN __attribute__((unused)) void *peek_rb_left(struct range_lock *r)
 {
-	return __atomic_load_n(&r->wait_word, __ATOMIC_RELAXED);
+	return *(void *volatile *)&r->rb_left;
 }
 
 static bool is_fast(uintptr_t w)
@@ -434,11 +438,6 @@ static void test_writer_waits_on_reader_word(void **state)
 	word_wait_scenario(true, false);
 }
 
-static void test_reader_waits_on_writer_word(void **state)
-{
-	(void)state;
-	word_wait_scenario(false, true);
-}
 
 /* ---- (c) precision ----------------------------------------------------- */
 
@@ -571,11 +570,21 @@ static void test_trylock_leaves_word_alone(void **state)
 	lock_holder(&t, &h, false);
 	range_lock_init_full(&x);
 	assert_int_equal(range_write_trylock(&t, &x), 0);
-	assert_int_equal(range_read_trylock(&t, &x), 0);
 	assert_int_equal(peek_word(&t), word_of(&h, CODE_W));
 	assert_int_equal(peek_nr(&t), 0);
 	assert_null(peek_root(&t));
 	assert_int_equal(x.rb_parent_flags & RL_LINKED_BIT, 0); /* not "in a tree" */
+	/* A full-range READ trylock goes through the tree, as before word
+	 * mode: it fails, but materialises the holder. */
+	assert_int_equal(range_read_trylock(&t, &x), 0);
+	assert_false(is_fast(peek_word(&t)));
+	assert_int_equal(peek_nr(&t), 1);     /* h materialised */
+	assert_int_equal(x.rb_parent_flags & RL_LINKED_BIT, 0);
+	range_write_unlock(&t, &h);
+	assert_clean(&t);
+
+	range_lock_tree_init(&t);
+	lock_holder(&t, &h, false);
 	range_lock_init(&x, 5, 5); /* partial: the tree path, precise */
 	assert_int_equal(range_write_trylock(&t, &x), 0);
 	assert_int_equal(peek_nr(&t), 1);     /* h materialised */
@@ -604,7 +613,7 @@ static void test_trylock_leaves_word_alone(void **state)
 		assert_true(wait_word_sleeper(&t, &h, CODE_W, &w));
 		range_lock_init_full(&x);
 		assert_int_equal(range_write_trylock(&t, &x), 0);
-		assert_int_equal(range_read_trylock(&t, &x), 0);
+		assert_int_equal(range_write_trylock(&t, &x), 0);
 		assert_int_equal(peek_word(&t), word_of(&h, CODE_WS));
 		assert_int_equal(peek_nr(&t), 0);
 		sleep_ms(20);
@@ -653,7 +662,11 @@ static void timed_out_scenario(clockid_t clk, bool reader, long ms)
 		    (now.tv_sec == ts.tv_sec && now.tv_nsec >= ts.tv_nsec));
 	assert_int_equal(w.rb_parent_flags & RL_LINKED_BIT, 0);
 	nr = peek_nr(&t);
-	if (LONG_BOUND) {
+	if (reader) {
+		/* a reader waited in the tree: h materialised, word in tree mode */
+		assert_int_equal(nr, 1);
+		assert_false(is_fast(peek_word(&t)));
+	} else if (LONG_BOUND) {
 		assert_int_equal(nr, 0);
 		assert_int_equal(peek_word(&t), word_of(&h, CODE_WS));
 	} else {
@@ -696,11 +709,19 @@ static void test_timed_word_wait(void **state)
 	ts.tv_sec = 1;
 	ts.tv_nsec = 1000000000L;
 	assert_int_equal(range_write_timedlock(&t, &w, CLOCK_MONOTONIC, &ts), -EINVAL);
+	assert_int_equal(peek_word(&t), word_of(&h, CODE_W)); /* the writer's: untouched */
+	assert_int_equal(peek_nr(&t), 0);
 	ts.tv_nsec = -1;
-	assert_int_equal(range_read_timedlock(&t, &w, CLOCK_REALTIME, &ts), -EINVAL);
+	assert_int_equal(range_write_timedlock(&t, &w, CLOCK_REALTIME, &ts), -EINVAL);
 	assert_int_equal(peek_word(&t), word_of(&h, CODE_W));
 	assert_int_equal(peek_nr(&t), 0);
 	assert_int_equal(w.rb_parent_flags & RL_LINKED_BIT, 0);
+	/* A reader takes the tree path, which checks the deadline under
+	 * tree_lock (the holder is materialised by then): -EINVAL all the
+	 * same, and the request is not left in the tree. */
+	assert_int_equal(range_read_timedlock(&t, &w, CLOCK_REALTIME, &ts), -EINVAL);
+	assert_int_equal(w.rb_parent_flags & RL_LINKED_BIT, 0);
+	assert_true(peek_nr(&t) <= 1);
 	/* A negative tv_sec is a deadline long past: -ETIMEDOUT. */
 	ts.tv_sec = -1;
 	ts.tv_nsec = 0;
@@ -709,8 +730,18 @@ static void test_timed_word_wait(void **state)
 	deadline_in(CLOCK_MONOTONIC, -1000, &ts); /* passed */
 	assert_int_equal(range_write_timedlock(&t, &w, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
 	assert_int_equal(w.rb_parent_flags & RL_LINKED_BIT, 0);
-	if (LONG_BOUND) /* it timed out before setting the sleepers code */
-		assert_int_equal(peek_word(&t), word_of(&h, CODE_W));
+	/* the readers' tree path left h materialised: start again, on the word */
+	range_write_unlock(&t, &h);
+	assert_clean(&t);
+	range_lock_tree_init(&t);
+	lock_holder(&t, &h, false);
+	deadline_in(CLOCK_MONOTONIC, -1000, &ts);
+	assert_int_equal(range_write_timedlock(&t, &w, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
+	/* on the word (it may have set the sleepers code before it looked at
+	 * its deadline: a spurious wake later, nothing lost) */
+	assert_true(peek_word(&t) == word_of(&h, CODE_W) ||
+		    peek_word(&t) == word_of(&h, CODE_WS));
+	assert_int_equal(peek_nr(&t), 0);
 
 	/* A timed waiter that gives up beside a plain sleeper: the plain one
 	 * still gets the range at the unlock (nothing was lost). */
@@ -786,32 +817,61 @@ static void test_handoff_bound(void **state)
 	struct locker w;
 	uint64_t worst = 0;
 
-	/* Phase 1: past the bound the word waiter enters the tree marked
-	 * (the holder materialised beside it); bargers that come then queue
-	 * behind it, and it is granted first. */
-	range_lock_tree_init(&t);
-	memset(&barge, 0, sizeof(barge));
-	barge.tree = &t;
-	lock_holder(&t, &h, false);
-	init_locker(&w, &t, OP_WRITE, 0, FULL, true);
-	w.seen_counter = &barge.acquired;
-	run_locker(&w);
-	assert_true(wait_nr(&t, 2));
-	assert_false(is_fast(peek_word(&t)));
-	assert_true((peek_wait_word(&w.req) & HANDOFF_BIT) != 0);
-	for (int i = 0; i < NR_BARGERS; i++)
-		assert_int_equal(pthread_create(&b[i], NULL, barger_main, NULL), 0);
-	assert_true(wait_nr(&t, 2 + NR_BARGERS)); /* they queue in the tree */
-	assert_false(atomic_load(&w.done));
-	range_write_unlock(&t, &h);
-	assert_true(wait_flag(&w.done, 5000));
-	assert_int_equal(w.counter_at_grant, 0); /* nobody overtook it */
-	finish(&w);
-	atomic_store(&barge.stop, 1);
-	for (int i = 0; i < NR_BARGERS; i++)
-		pthread_join(b[i], NULL);
-	assert_int_equal(atomic_load(&barge.violations), 0);
-	assert_clean(&t);
+	/* Phase 1, for a writer and then a reader holder: past the bound the
+	 * word waiter asks for the word (w | TL_HANDOFF_W or _R, the holder
+	 * in w's rb_left); bargers that come then sleep on that value, none
+	 * gets the range before w; the holder's unlock hands the word to w;
+	 * the tree stays empty throughout (nothing displaces). */
+	for (int reader = 0; reader < 2; reader++) {
+		uintptr_t ask;
+		uint32_t nr_max = 0;
+		bool word_ok = true;
+
+		range_lock_tree_init(&t);
+		memset(&barge, 0, sizeof(barge));
+		barge.tree = &t;
+		lock_holder(&t, &h, reader);
+		init_locker(&w, &t, OP_WRITE, 0, FULL, true);
+		w.seen_counter = &barge.acquired;
+		run_locker(&w);
+		ask = word_of(&w.req, reader ? HANDOFF_R : HANDOFF_W);
+		assert_true(wait_word_is(&t, ask));
+		assert_ptr_equal(peek_rb_left(&w.req), &h);
+		assert_int_equal(peek_nr(&t), 0);
+		for (int i = 0; i < NR_BARGERS; i++)
+			assert_int_equal(pthread_create(&b[i], NULL, barger_main, NULL), 0);
+		for (int i = 0; i < 30; i++) { /* 30 ms: the bargers sleep on it */
+			word_ok &= peek_word(&t) == ask;
+			if (peek_nr(&t) > nr_max)
+				nr_max = peek_nr(&t);
+			sleep_ms(1);
+		}
+		assert_true(word_ok);
+		assert_int_equal(atomic_load(&barge.acquired), 0);
+		assert_false(atomic_load(&w.done));
+		unlock_holder(&t, &h, reader);
+		assert_true(wait_flag(&w.done, 5000));
+		assert_int_equal(w.ret, 0);
+		assert_int_equal(w.counter_at_grant, 0); /* nobody overtook it */
+		/* w holds: the word names w (picked up) or a barger asking w */
+		assert_true(w.word_after == word_of(&w.req, CODE_WS) ||
+			    (code_of(w.word_after) == HANDOFF_W &&
+			     w.word_after != word_of(&w.req, HANDOFF_W)));
+		for (int i = 0; i < 10; i++) { /* w holds: nobody gets in */
+			if (peek_nr(&t) > nr_max)
+				nr_max = peek_nr(&t);
+			sleep_ms(1);
+		}
+		assert_int_equal(atomic_load(&barge.acquired), 0);
+		finish(&w);
+		atomic_store(&barge.stop, 1);
+		for (int i = 0; i < NR_BARGERS; i++)
+			pthread_join(b[i], NULL);
+		assert_int_equal(atomic_load(&barge.violations), 0);
+		assert_true(atomic_load(&barge.acquired) > 0);
+		assert_int_equal(nr_max, 0); /* never in the tree */
+		assert_clean(&t);
+	}
 
 	/* Phase 2: bargers hammer the word; a whole-resource writer's waits
 	 * stay bounded (each call within 2 ms + scheduling; 1 s allowed). */
@@ -866,6 +926,245 @@ static void assert_waits_in_tree(struct range_lock_tree *t, struct locker *l)
 	assert_int_equal(peek_nr(t), 2);
 	assert_false(sleepers);
 	assert_false(atomic_load(&l->done));
+}
+
+/*
+ * A whole-resource READER facing a writer word holder does not wait on the
+ * word: it takes the tree path (displaces the holder: 2 requests), no
+ * sleepers code ever shows, and the holder's unlock grants it in the tree.
+ */
+static void test_reader_waits_in_tree(void **state)
+{
+	(void)state;
+	static struct range_lock_tree t;
+	struct range_lock h;
+	struct locker r;
+
+	range_lock_tree_init(&t);
+	lock_holder(&t, &h, false);
+	start_locker(&r, &t, OP_READ, 0, FULL, true);
+	assert_waits_in_tree(&t, &r);
+	assert_false(is_fast(peek_word(&t)));
+	range_write_unlock(&t, &h);
+	assert_true(wait_flag(&r.done, 5000));
+	assert_int_equal(r.ret, 0);
+	finish(&r);
+	assert_clean(&t);
+}
+
+/* ---- a request at an address 0 modulo 2^32 never waits on the word ----- */
+
+/*
+ * Its word values would have a low half of 0, 1 or 4 -- a free or
+ * tree-mode word to a futex sleeper -- so it takes the tree path.  The
+ * locker is mapped so that its request sits at 0x7e0000000000.
+ */
+static void test_aligned_request_waits_in_tree(void **state)
+{
+	(void)state;
+#if UINTPTR_MAX > UINT32_MAX && defined(MAP_FIXED_NOREPLACE)
+	static struct range_lock_tree t;
+	const uintptr_t at = (uintptr_t)0x7e0000000000ull;
+	size_t off = offsetof(struct locker, req);
+	size_t len = 2 * 65536;
+	char *base = mmap((void *)(at - 65536), len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	struct range_lock h;
+	struct locker *l;
+
+	if (base == MAP_FAILED || (uintptr_t)base != at - 65536) {
+		if (base != MAP_FAILED)
+			munmap(base, len);
+		print_message("cannot map at %#lx: skipped\n", (unsigned long)at);
+		skip();
+		return;
+	}
+	assert_int_equal(off % 8, 0);
+	l = (struct locker *)(at - off);
+	range_lock_tree_init(&t);
+	lock_holder(&t, &h, false);
+	init_locker(l, &t, OP_WRITE, 0, FULL, true);
+	assert_int_equal((uintptr_t)&l->req, at);
+	run_locker(l);
+	assert_waits_in_tree(&t, l); /* 2 requests, no sleepers code seen */
+	range_write_unlock(&t, &h);
+	assert_true(wait_flag(&l->done, 5000));
+	assert_int_equal(l->ret, 0);
+	finish(l);
+	assert_clean(&t);
+	/* and the fast path still works for it (an uncontended hold) */
+	range_lock_tree_init(&t);
+	range_lock_init_full(&l->req);
+	range_write_lock(&t, &l->req);
+	range_write_unlock(&t, &l->req);
+	assert_clean(&t);
+	munmap(base, len);
+#else
+	skip();
+#endif
+}
+
+#if !RL_TEST_LONG_HANDOFF
+/* ---- misuse while the word holds a hand-off request (death test) ------ */
+
+static struct range_lock_tree mis_tree;
+static struct range_lock mis_holder;
+
+static void *mis_waiter(void *arg)
+{
+	range_write_lock(&mis_tree, arg);
+	return NULL;
+}
+
+/* Child: h holds, a waiter asks for the hand-off (w | 1), then an unlock
+ * of a never-locked whole-resource write request: must abort, not hand
+ * the word over. */
+static void unlock_never_locked_during_handoff(void)
+{
+	static struct range_lock wreq, bogus;
+	pthread_t th;
+
+	range_lock_tree_init(&mis_tree);
+	lock_holder(&mis_tree, &mis_holder, false);
+	range_lock_init_full(&wreq);
+	if (pthread_create(&th, NULL, mis_waiter, &wreq))
+		_exit(3);
+	if (!wait_word_is(&mis_tree, word_of(&wreq, HANDOFF_W)))
+		_exit(4); /* never reached the hand-off state */
+	range_lock_init_full(&bogus);
+	range_write_unlock(&mis_tree, &bogus);
+	_exit(5); /* the unlock returned */
+}
+
+static void test_misuse_unlock_during_handoff(void **state)
+{
+	(void)state;
+	struct child_result r;
+
+	run_child(unlock_never_locked_during_handoff, &r);
+	if (!strstr(r.out, "not in this tree") || !WIFSIGNALED(r.status))
+		print_error("status %#x, stderr: '%s'\n", r.status, r.out);
+	assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT);
+	assert_non_null(strstr(r.out, "not in this tree"));
+}
+
+/* ---- handed, then displaced before the pick-up ------------------------- */
+
+static FILE *devnull;
+
+/*
+ * The holder's unlock turns w's request into w | 0 (handed) and, at once,
+ * a displacer (the dump, from the unlocking thread) materialises w in the
+ * tree, often before w ran.  w must return holding (nobody else gets the
+ * range while it holds), and its unlock must work through the tree.
+ * Rounds in which the dump came before the unlock or after the pick-up are
+ * legal too; the handed state seen by the last look before the dump is
+ * counted (a race: asserted after all rounds, only that it happened once).
+ */
+static void test_handed_then_displaced(void **state)
+{
+	(void)state;
+	static struct range_lock_tree t;
+	int handed_seen = 0, rounds = 0, bad = 0;
+	uint64_t end = mono_ns() + 1500000000ull;
+
+	devnull = fopen("/dev/null", "w");
+	assert_non_null(devnull);
+	while ((mono_ns() < end || handed_seen == 0) && rounds < 2000) {
+		struct range_lock h, x;
+		struct locker w;
+		uintptr_t v;
+
+		rounds++;
+		range_lock_tree_init(&t);
+		lock_holder(&t, &h, false);
+		start_locker(&w, &t, OP_WRITE, 0, FULL, true);
+		assert_true(wait_word_is(&t, word_of(&w.req, HANDOFF_W)));
+		if (LONG_BOUND == 0)
+			(void)wait_asleep(&w, 2);
+		range_write_unlock(&t, &h);
+		v = peek_word(&t);
+		range_lock_tree_dump(&t, devnull);
+		if (v == word_of(&w.req, HANDED))
+			handed_seen++;
+		assert_true(wait_flag(&w.done, 5000));
+		if (w.ret != 0)
+			bad++;
+		/* w holds: nobody else gets any part of the range */
+		range_lock_init_full(&x);
+		if (range_write_trylock(&t, &x))
+			bad++, range_write_unlock(&t, &x);
+		range_lock_init(&x, 7, 7);
+		if (range_read_trylock(&t, &x))
+			bad++, range_read_unlock(&t, &x);
+		finish(&w); /* w's unlock, through the tree */
+		assert_int_equal(bad, 0);
+		assert_clean(&t);
+		if (mono_ns() > end + 10000000000ull)
+			break;
+	}
+	fclose(devnull);
+	print_message("handed state displaced in %d of %d round(s)\n", handed_seen, rounds);
+	assert_int_equal(bad, 0);
+	assert_true(handed_seen > 0);
+}
+#endif /* !RL_TEST_LONG_HANDOFF */
+
+/* ---- a timed waiter's withdrawal racing the grant ---------------------- */
+
+/*
+ * A timed whole-resource writer with a 5 ms deadline (past the 2 ms bound:
+ * it has asked for the hand-off; with the one-hour bound it sleeps on the
+ * sleepers value) and a holder that unlocks at about that deadline (3 to
+ * 7 ms after the waiter started, spread over the rounds).  Every round:
+ * 0 and the waiter holds (nobody else can lock), or -ETIMEDOUT and nothing
+ * is left (word 0, tree empty once the holder unlocked, destroy works).
+ */
+static void test_timed_withdrawal_races_grant(void **state)
+{
+	(void)state;
+	static struct range_lock_tree t;
+	int got = 0, timedout = 0, bad = 0;
+
+	for (int round = 0; round < 300; round++) {
+		struct range_lock h, x;
+		struct locker w;
+		uint64_t t0;
+
+		range_lock_tree_init(&t);
+		lock_holder(&t, &h, false);
+		init_locker(&w, &t, OP_WRITE_TIMED, 0, FULL, true);
+		w.timeout_ms = 5;
+		t0 = mono_ns();
+		run_locker(&w);
+		while (!atomic_load(&w.tid))
+			sched_yield();
+		t0 = mono_ns();
+		while (mono_ns() - t0 < 3000000ull + (uint64_t)(round % 41) * 100000u)
+			;
+		range_write_unlock(&t, &h);
+		assert_true(wait_flag(&w.done, 5000));
+		if (w.ret == 0) {
+			got++;
+			range_lock_init_full(&x);
+			if (range_write_trylock(&t, &x))
+				bad++, range_write_unlock(&t, &x);
+			finish(&w);
+		} else if (w.ret == -ETIMEDOUT) {
+			timedout++;
+			pthread_join(w.th, NULL);
+			if (w.req.rb_parent_flags & RL_LINKED_BIT)
+				bad++;
+		} else {
+			bad++;
+			finish(&w);
+		}
+		assert_int_equal(bad, 0);
+		assert_clean(&t);
+	}
+	print_message("timed waiter: granted %d, timed out %d\n", got, timedout);
+	assert_int_equal(bad, 0);
+	assert_true(got + timedout == 300);
 }
 
 static void test_stats_tree_no_word_wait(void **state)
@@ -984,7 +1283,7 @@ static void test_dump_word_sleepers(void **state)
 		range_lock_tree_init(&t);
 		lock_holder(&t, &h, false);
 		for (int i = 0; i < 2; i++) {
-			start_locker(&w[i], &t, i ? OP_READ : OP_WRITE, 0, FULL, false);
+			start_locker(&w[i], &t, OP_WRITE, 0, FULL, false); /* readers never word-wait */
 			assert_true(wait_word_sleeper(&t, &h, CODE_W, &w[i]));
 		}
 		f = open_memstream(&buf, &len);
@@ -1008,9 +1307,11 @@ static void test_dump_word_sleepers(void **state)
 /* ---- (i) downgrade ------------------------------------------------------ */
 
 /*
- * Downgrading a word-held writer with word sleepers (two readers, one
- * writer): the displacement wakes them into the tree; the readers are
- * granted beside the downgraded holder, the writer waits for all three.
+ * Downgrading a word-held writer with a word sleeper (a whole-resource
+ * writer): the displacement wakes it into the tree, where it waits for the
+ * downgraded holder.  Whole-resource readers that come then take the tree
+ * path (readers never wait on the word) and are granted beside the
+ * downgraded holder; the writer waits for all three.
  */
 static void test_downgrade_with_word_sleepers(void **state)
 {
@@ -1022,19 +1323,18 @@ static void test_downgrade_with_word_sleepers(void **state)
 
 	range_lock_tree_init(&t);
 	lock_holder(&t, &h, false);
-	start_locker(&r1, &t, OP_READ, 0, FULL, hold);
-	if (LONG_BOUND)
-		assert_true(wait_word_sleeper(&t, &h, CODE_W, &r1));
-	start_locker(&r2, &t, OP_READ, 0, FULL, hold);
-	start_locker(&w, &t, OP_WRITE, 0, FULL, hold);
+	start_locker(&w, &t, OP_WRITE, 0, FULL, true);
 	if (LONG_BOUND) {
-		assert_true(wait_asleep(&r2, 5000));
-		assert_true(wait_asleep(&w, 5000));
-		assert_int_equal(peek_word(&t), word_of(&h, CODE_WS));
+		assert_true(wait_word_sleeper(&t, &h, CODE_W, &w));
 		assert_int_equal(peek_nr(&t), 0);
 	}
 	range_downgrade_write(&t, &h);
+	if (LONG_BOUND)
+		assert_true(wait_nr(&t, 2)); /* h materialised, w woken into the tree */
+	start_locker(&r1, &t, OP_READ, 0, FULL, hold);
+	start_locker(&r2, &t, OP_READ, 0, FULL, hold);
 	if (LONG_BOUND) {
+		/* w is unmarked (one-hour bound): the readers overtake it */
 		assert_true(wait_flag(&r1.done, 5000));
 		assert_true(wait_flag(&r2.done, 5000));
 		assert_true(wait_nr(&t, 4));
@@ -1057,6 +1357,7 @@ static void test_downgrade_with_word_sleepers(void **state)
 		finish(&r1);
 		finish(&r2);
 	}
+	assert_int_equal(w.ret, 0);
 	assert_clean(&t);
 }
 
@@ -1182,15 +1483,24 @@ static void test_many_waiters(void **state)
 			*cpus = all;
 	}
 	lock_holder(&many.tree, &h, false);
+	/* the writers first: readers take the tree path (they would end
+	 * word mode), so they start after the word check */
 	for (int i = 0; i < MANY; i++)
-		assert_int_equal(pthread_create(&th[i], NULL, many_main, (void *)(intptr_t)i), 0);
-	if (LONG_BOUND) { /* all asleep on the word before the unlock */
+		if (i % 4 != 3)
+			assert_int_equal(pthread_create(&th[i], NULL, many_main,
+							(void *)(intptr_t)i), 0);
+	if (LONG_BOUND) { /* all writers asleep on the word before the unlock */
 		assert_true(wait_word_is(&many.tree, word_of(&h, CODE_WS)));
 		for (int i = 0; i < 5000; i++) {
 			int asleep = 0;
 
 			for (int j = 0; j < MANY; j++) {
 				struct locker fake = { 0 };
+
+				if (j % 4 == 3) {
+					asleep++;
+					continue;
+				}
 
 				atomic_store(&fake.tid, atomic_load(&many.tid[j]));
 				asleep += thread_asleep(&fake);
@@ -1204,6 +1514,8 @@ static void test_many_waiters(void **state)
 	} else {
 		sleep_ms(5);
 	}
+	for (int i = 3; i < MANY; i += 4)
+		assert_int_equal(pthread_create(&th[i], NULL, many_main, (void *)(intptr_t)i), 0);
 	range_write_unlock(&many.tree, &h);
 	for (int i = 0; i < 20000 && atomic_load(&many.finished) < MANY; i++)
 		sleep_ms(1);
@@ -1347,7 +1659,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_writer_waits_on_writer_word),
 		cmocka_unit_test(test_writer_waits_on_reader_word),
-		cmocka_unit_test(test_reader_waits_on_writer_word),
+		cmocka_unit_test(test_reader_waits_in_tree),
 		cmocka_unit_test(test_partial_writer_goes_to_tree),
 		cmocka_unit_test(test_partial_reader_beside_word_reader),
 		cmocka_unit_test(test_full_reader_beside_word_reader),
@@ -1355,6 +1667,12 @@ int main(void)
 		cmocka_unit_test(test_timed_word_wait),
 #if !RL_TEST_LONG_HANDOFF
 		cmocka_unit_test(test_handoff_bound),
+#endif
+		cmocka_unit_test(test_aligned_request_waits_in_tree),
+		cmocka_unit_test(test_timed_withdrawal_races_grant),
+#if !RL_TEST_LONG_HANDOFF
+		cmocka_unit_test(test_misuse_unlock_during_handoff),
+		cmocka_unit_test(test_handed_then_displaced),
 #endif
 		cmocka_unit_test(test_stats_tree_no_word_wait),
 		cmocka_unit_test(test_fifo_tree_no_word_wait),
