@@ -177,7 +177,13 @@ int word_wait(struct range_lock_tree *tree, struct range_lock *lock,
 			}
 			continue; /* with the value that beat us, never 0 */
 		}
-		if (!word_blocks(tree, v))
+		/* Not for an asker whose v is its own request: v may be
+		 * stale, and the tree's flags or statistics pointer may have
+		 * changed with a displacement that already made it a holder
+		 * (found by the model: it would leave for the tree holding).
+		 * Its request is changed only by the holder's grant, its own
+		 * withdrawal or a displacer, all handled above on reload. */
+		if (!asking && !word_blocks(tree, v))
 			break; /* tree mode: displaced */
 		if (!tl_in_handoff(v) && spins < RL_WORD_SPIN) {
 			/* A holder's value: poll it a while first. */
