@@ -105,7 +105,8 @@
  * PROBES (each must fail, to show the interleaving is reached):
  * PROBE_MIXED (both kinds of sleeper in the queue at once),
  * PROBE_CROSS_WAKE (a word unlock's FUTEX_WAKE(1) with a tree_lock sleeper
- * queued), PROBE_CROSS_WAKE2 (tree_lock's wake with a word sleeper queued).
+ * queued), PROBE_CROSS_WAKE2 (tree_lock's wake with a word sleeper queued),
+ * PROBE_DISPLACE_ASK / PROBE_DISPLACE_HANDED (a displacer takes M|ho / M|0).
  *
  * DESIGN OPTIONS (draft 1 as written, each fails: docs/model.md):
  * -DREADER_WORD_WAITERS: full-range readers wait on the word too; without
@@ -309,6 +310,12 @@ inline materialise()
 #endif
 	assert(rd[hk] == DMODE(tw));
 	if :: IN_HO(tw) -> hoask = N :: else fi;	/* the hand-off ends */
+#ifdef PROBE_DISPLACE_ASK
+	assert(!IS_ASK(tw));	/* probe: a hand-off request is displaced */
+#endif
+#ifdef PROBE_DISPLACE_HANDED
+	assert(!IN_HO(tw) || IS_ASK(tw));	/* probe: a handed value is */
+#endif
 	seq[hk] = 0; nreq = 1; intree[hk] = 1; word[hk] = 0;
 	hk = 0
 }
