@@ -114,6 +114,14 @@
  * tree path).  -DSPLIT_STEP2: a failed step-2 CAS is followed by a fresh
  * load (without it, the pass goes on with the value the CAS returned).
  *
+ * -DSTATS: thread 2 enables statistics (range_lock_tree_enable_stats():
+ * tree_lock, so a displacement, then tree->stats set; word_blocks() is
+ * false from then on); -DASKER_WORD_BLOCKS with it: draft 3's word_wait()
+ * as written, whose asker also leaves when word_blocks() turns false
+ * (fails: an asker handed and materialised meanwhile leaves for the tree
+ * while it holds).  (The statistics' word_held() materialisation of a
+ * new word holder is not modelled.)
+ *
  * OTHER FLAGS: -DNUNITS=1|2, -DROUNDS=r (-DROUNDS0), -DTWO_THREADS,
  * -DPLAIN_ONLY (no timed calls; else thread 1 may be _timedlock,
  * -DALL_TIMED any thread), -DNO_DOWNGRADE, -DNO_TREE_MARK (only ex-word-
@@ -190,7 +198,7 @@
 #else
 #define MODE_OK   (!isr)
 #endif
-#define WORD_WAITER (RANGE_OK && MODE_OK && IS_FAST(tw) && WCONF(tw))
+#define WORD_WAITER (RANGE_OK && MODE_OK && IS_FAST(tw) && WCONF(tw) && !stats)
 
 /* ---- shared state --------------------------------------------------- */
 byte tw;
@@ -207,6 +215,7 @@ bit  cs[N];            /* ghost: believes it holds (critical section) */
 byte rbl[N];          /* an asking waiter's rb_left: the holder it names */
 byte wv[N];           /* the word value a word waiter acts on / sleeps on */
 byte hoask;           /* ghost: the published hand-off request (N: none) */
+bit  stats;           /* -DSTATS: tree->stats set (word_blocks() false) */
 bit  owe[N];          /* ghost: woken (or returned from a wait) and not yet
 			 discharged: pessimistic acquire, sleep again with
 			 the indication, or pass-on wake */
@@ -715,6 +724,14 @@ start:
 		:: true -> goto stop
 		fi;
 #endif
+#ifdef STATS
+		/* thread 2 enables statistics: range_lock_tree_enable_stats()
+		 * takes tree_lock (displacing the word) and sets tree->stats */
+		if
+		:: i == 2 -> goto enable
+		:: else
+		fi;
+#endif
 		if
 		:: isr = 1
 		:: isr = 0
@@ -779,7 +796,12 @@ wloop:	/* word_wait(), one pass (src/word_mode.c); the load is folded into
 			asking = 0; rbl[i] = 0; goto wleave	/* mutant */
 #endif
 		:: asking && (tw == TW_HO(i, 0) || tw == TW_HO(i, 1)) ->
-			wv[i] = tw; wnext()
+			wv[i] = tw;
+#if defined(STATS) && defined(ASKER_WORD_BLOCKS)
+			goto wblocks
+#else
+			wnext()
+#endif
 #ifndef SPLIT_STEP2
 		/* take_free_word(): CAS(0 -> N|plain, or N|sleepers once
 		 * slept), failure: go on with the value it returned */
@@ -821,10 +843,25 @@ wloop:	/* word_wait(), one pass (src/word_mode.c); the load is folded into
 			fi;
 #endif
 			wv[i] = tw; wnext()
-		:: !asking && (!IS_FAST(tw) || !WCONF(tw)) ->
+		:: !asking && (!IS_FAST(tw) || !WCONF(tw) || stats) ->
 			goto wleave	/* tree mode (or non-conflicting) */
+
 		fi
 	}
+#if defined(STATS) && defined(ASKER_WORD_BLOCKS)
+wblocks:	/* -DASKER_WORD_BLOCKS, word_wait() of draft 3 as written: v ==
+		 * asking was loaded; then `if (!word_blocks(tree, v)) break;`
+		 * reads tree->stats, its own step: set -> the tree path WITHOUT
+		 * in_tree(), though a grant and a displacement may have come
+		 * between (fails).  Default (the fix): an asker does not look at
+		 * word_blocks(); a changed word takes it to wcheck:. */
+	atomic {
+		if
+		:: stats -> asking = 0; rbl[i] = 0; goto wleave
+		:: else -> wnext()
+		fi
+	}
+#endif
 #ifdef SPLIT_STEP2
 wcas:	/* the CAS of step 2 after a load of 0; failed: pass again, with a
 	 * fresh load (the value the CAS returned is ignored) */
@@ -1134,6 +1171,15 @@ leave:
 	fi;
 #else
 	goto start;
+#endif
+#ifdef STATS
+enable:
+	TL_BEGIN
+		stats = 1;
+		check_inv();
+		TL_RELEASE
+	}
+	tl_wake();
 #endif
 stop:
 	skip
