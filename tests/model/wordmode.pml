@@ -1,21 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * wordmode.pml -- a SPIN model of the "word mode" of a default-policy tree
- * (issue 23; the lead's design, /work/notes/wordmode-design.md, draft 1):
+ * (issue 23; the design's draft 3, docs/design.md section 11):
  * full-range requests that conflict with the lock word's fast holder wait
  * on the lock word itself (spin, then FUTEX_WAIT with a sleepers variant of
  * the fast value), and the tree side they meet: displacement and
  * materialisation of the word holder, the tree path of ex-word-waiters
- * (HANDOFF-marked once past the bound), the internal lock tree_lock as the
+ * (HANDOFF-marked if a displacer took their hand-off request), the hand-off
+ * IN THE WORD (draft 3), the internal lock tree_lock as the
  * futex mutex it is (L, L|S, sleepers on the value 3), with ONE kernel
  * queue for both kinds of sleeper on the lock word.  docs/model.md ("Word
  * mode") explains it; the step numbers below are the design's.
  *
- * MODEL STEP -> DESIGN STEP -> src/ (the word waiter's code is the lead's;
- * its function is named in docs/model.md)
+ * MODEL STEP -> DESIGN STEP -> src/ (docs/model.md has the full table)
  * ==================================
  * tw, TW_*, TW_FAST(k, r, s)   the lock word: 0, L, L|S, NE, P|5, P|7,
  *                              P|6, P|2 (s: sleepers variant)   tree_lock.h
+ * TW_HO(k, r), TW_HANDED(k)    draft 3: k|1 / k|4 (k asks; the holder, a
+ *                              writer / reader, is rbl[k] = k->rb_left),
+ *                              k|0 (handed to k)                tree_lock.h
  * fq[], wake1(), wake_all()    the lock word's futex queue: 1 = asleep on 3
  *                              (tree_lock), 2 = asleep on a sleepers value
  *                              (word); FUTEX_WAKE(1) wakes ANY one sleeper
@@ -23,15 +26,26 @@
  * start:                       fast CAS 0 -> P|5/7; else word waiter iff
  *                              WORD_WAITER (full range, plain or timed,
  *                              conflicting fast value), else tree path
- * wloop:                       steps 1-4 of the word waiter's loop; 2:
- *                              CAS(0 -> N|plain, or N|sleepers once slept);
- *                              3a bound -> leave marked; 3b deadline ->
- *                              ETIMEDOUT; 3d CAS(plain -> sleepers); 4
- *                              tree mode / non-conflicting -> leave
- *                              (3c, the spin, is a pass that changes
- *                              nothing: not modelled)
- * wsleep:                      3e FUTEX_WAIT(sleepers value): EAGAIN, or
- *                              asleep until woken or (tmo) its timeout
+ * wloop:                       one pass of word_wait() (word_mode.c):
+ *                              asking: k|0 -> pick up CAS(k|0 -> k|6),
+ *                              wake all (wpicked:); neither k|ho nor k|0
+ *                              -> wcheck:; else: 0 -> take_free_word();
+ *                              a holder value: past -> ask (rbl[i] = P,
+ *                              CAS(P|c -> i|1 / i|4)), else CAS(plain ->
+ *                              sleepers); another's hand-off value: only
+ *                              sleep on it; tree mode -> leave; then
+ *                              wnext(): the user deadline (ETIMEDOUT, or
+ *                              wwithdraw: if asking) or sleep (the spin is
+ *                              a pass that changes nothing: not modelled)
+ * wsleep:                      word_sleep(): FUTEX_WAIT(value): EAGAIN,
+ *                              or asleep until woken or (tmo) its timeout;
+ *                              bounded (bnd) until past the bound, then
+ *                              unbounded (timed: the user deadline)
+ * wwithdraw:                   timed asker: CAS(i|ho -> P|sleepers), wake
+ *                              all, ETIMEDOUT; failed: look again
+ * wcheck:                      asker whose value changed: tree_lock,
+ *                              in_tree(): held (handed, materialised) or
+ *                              the tree path, marked
  * wleave:, wtimeout:           "Leave": PASS-ON FUTEX_WAKE(1) if slept
  * tl_acquire()                 tree_lock_acquire(_slow): 0/NE -> mine;
  *                              fast value -> mine, materialise, wake all
@@ -46,8 +60,11 @@
  *                              == 0; rangelock.pml checks its protocol),
  *                              rule 6 mark, _timedlock give-up
  * owner:                       word unlock: CAS(P|plain -> 0), or
- *                              CAS(P|sleepers -> 0) + FUTEX_WAKE(1), else
- *                              (displaced) through the tree; downgrade
+ *                              CAS(P|sleepers -> 0) + FUTEX_WAKE(1), or
+ *                              (a hand-off request) CAS(X|ho -> X|0) +
+ *                              FUTEX_WAKE(ALL), else (displaced) through
+ *                              the tree (tree_fast_release_waited());
+ *                              downgrade
  *
  * PROPERTIES: exclusion (shadow); the tree's counting invariant and word
  * states (check_inv); the lock word and the tree agree (monitor: tree
@@ -56,14 +73,27 @@
  * with it; at every grant, each word sleeper conflicts with some holder
  * unless a wake is still owed or in flight); bounded overtaking (ghost
  * marks: no request that arrived, or entered the tree, after a waiter was
- * marked and conflicts with it is granted before it); the design's
+ * marked and conflicts with it is granted before it; and once a hand-off
+ * request is published (hoask), nobody else is granted anything until it
+ * is granted, withdrawn or displaced); "believes it holds iff it holds"
+ * (monitor: cs[k] => HOLDS(k); !HOLDS(i) wherever a waiter concludes it
+ * does not hold; never inserted twice); every end of a hand-off wakes all
+ * (monitor: a sleeper on a hand-off value that changed has a wake-all on
+ * its way); the design's
  * no-lost-wake-up invariant (monitor: a futex sleeper exists only while
  * the word holds a sleepers indication, or a thread owes or is about to
  * make a wake); no invalid end state (a lost wake-up hangs a waiter whose
  * wait chose no timeout); -DLIVENESS: progress under weak fairness.
  *
- * MUTANTS: MUT_NO_WAITERS_BIT (3d skipped: sleeps on the plain value),
- * MUT_NO_HANDOFF (3a removed, never marked), MUT_PARTIAL_WAITS (a
+ * MUTANTS (draft 3): MUT_GRANT_WAKE_ONE (the grant wakes one), MUT_
+ * PICKUP_NO_WAKE, MUT_WITHDRAW_ZERO (the withdrawal writes 0; MUT_
+ * WITHDRAW_PLAIN, P|plain, is an equivalent mutant: docs/model.md),
+ * MUT_DISPLACE_ASKER (the displacer materialises X, not X->rb_left),
+ * MUT_NO_INTREE_CHECK (a changed request is taken as displaced), MUT_HO_CAS
+ * (other waiters CAS hand-off values like holder values), MUT_GRANT_ZERO
+ * (the release writes 0 on a hand-off request).
+ * MUTANTS (draft 1): MUT_NO_WAITERS_BIT (3d skipped: sleeps on the plain value),
+ * MUT_NO_HANDOFF (never past the bound, never asks), MUT_PARTIAL_WAITS (a
  * partial-range request waits on the word), MUT_NO_PASS_ON (leave and
  * timeout without the pass-on wake), MUT_RELEASE_NONEMPTY (tree_unlock
  * writes 0 when no request WAITS, though held ones remain),
@@ -75,13 +105,22 @@
  * PROBES (each must fail, to show the interleaving is reached):
  * PROBE_MIXED (both kinds of sleeper in the queue at once),
  * PROBE_CROSS_WAKE (a word unlock's FUTEX_WAKE(1) with a tree_lock sleeper
- * queued), PROBE_CROSS_WAKE2 (tree_lock's wake with a word sleeper queued).
+ * queued), PROBE_CROSS_WAKE2 (tree_lock's wake with a word sleeper queued),
+ * PROBE_DISPLACE_ASK / PROBE_DISPLACE_HANDED (a displacer takes M|ho / M|0).
  *
  * DESIGN OPTIONS (draft 1 as written, each fails: docs/model.md):
  * -DREADER_WORD_WAITERS: full-range readers wait on the word too; without
  * it only full-range writers do (a reader facing a writer's word takes the
  * tree path).  -DSPLIT_STEP2: a failed step-2 CAS is followed by a fresh
  * load (without it, the pass goes on with the value the CAS returned).
+ *
+ * -DSTATS: thread 2 enables statistics (range_lock_tree_enable_stats():
+ * tree_lock, so a displacement, then tree->stats set; word_blocks() is
+ * false from then on); -DASKER_WORD_BLOCKS with it: draft 3's word_wait()
+ * as written, whose asker also leaves when word_blocks() turns false
+ * (fails: an asker handed and materialised meanwhile leaves for the tree
+ * while it holds).  (The statistics' word_held() materialisation of a
+ * new word holder is not modelled.)
  *
  * OTHER FLAGS: -DNUNITS=1|2, -DROUNDS=r (-DROUNDS0), -DTWO_THREADS,
  * -DPLAIN_ONLY (no timed calls; else thread 1 may be _timedlock,
@@ -114,14 +153,35 @@
 #define TW_LS        3	/* L|S: tree_lock held, sleepers may exist */
 #define TW_NONEMPTY  4
 #define TW_FAST(k, r, s) (8 + 4 * (k) + 2 * (r) + (s))
-#define IS_FAST(w)   ((w) >= 8)
+/* draft 3: hand-off values (waiter k's pointer with a code) */
+#define TW_HANDED(k) (20 + 3 * (k))		/* k|0: handed to k */
+#define TW_HO(k, r)  (20 + 3 * (k) + 1 + (r))	/* k|1 (r = 0), k|4 (r = 1) */
+#define IS_FAST(w)   ((w) >= 8)			/* tl_is_fast() */
+#define IS_HV(w)     ((w) >= 8 && (w) < 20)	/* a holder's value */
+#define IN_HO(w)     ((w) >= 20)		/* tl_in_handoff() */
+#define IS_ASK(w)    (IN_HO(w) && ((w) - 20) % 3 != 0)	/* tl_is_handoff() */
+#define AK(w)        (((w) - 20) / 3)		/* the waiter named */
+#define AR(w)        (((w) - 20) % 3 - 1)	/* HO: the holder reads */
 #define FK(w)        (((w) - 8) / 4)
 #define FR(w)        ((((w) - 8) / 2) % 2)
 #define FS(w)        (((w) - 8) % 2)
-/* does the fast holder of w conflict with request i (mode isr)? */
-#define WCONF(w)     (INTERSECTS(FK(w), i) && CONFLICT(FR(w), isr))
-/* a sleepers indication */
-#define SLEEPERS_IND(w) ((w) == TW_LS || (IS_FAST(w) && FS(w)))
+/* the holder a fast value stands for, and its mode */
+#define HOLDER(w)    (IS_HV(w) -> FK(w) : (IS_ASK(w) -> rbl[AK(w)] : AK(w)))
+#define HMODE(w)     (IS_HV(w) -> FR(w) : (IS_ASK(w) -> AR(w) : 0))
+/* the displacer's reading of them (tree_lock() in protocol.h) */
+#ifdef MUT_DISPLACE_ASKER
+#define DHOLDER(w)   (IS_HV(w) -> FK(w) : AK(w))	/* mutant: X, not X->rb_left */
+#define DMODE(w)     (IS_HV(w) -> FR(w) : 0)
+#else
+#define DHOLDER(w)   HOLDER(w)
+#define DMODE(w)     HMODE(w)
+#endif
+/* does the holder of w conflict with request i (mode isr)? */
+#define WCONF(w)     (INTERSECTS(HOLDER(w), i) && CONFLICT(HMODE(w), isr))
+/* a sleepers indication (whoever ends the value wakes) */
+#define SLEEPERS_IND(w) ((w) == TW_LS || (IS_HV(w) && FS(w)) || IN_HO(w))
+/* tl_fast_sleepers(): a displacer of this value wakes all */
+#define WAKES_ALL(w) (IS_FAST(w) && !(IS_HV(w) && !FS(w)))
 
 /* how the call waits */
 #define K_PLAIN 0
@@ -138,7 +198,7 @@
 #else
 #define MODE_OK   (!isr)
 #endif
-#define WORD_WAITER (RANGE_OK && MODE_OK && IS_FAST(tw) && WCONF(tw))
+#define WORD_WAITER (RANGE_OK && MODE_OK && IS_FAST(tw) && WCONF(tw) && !stats)
 
 /* ---- shared state --------------------------------------------------- */
 byte tw;
@@ -151,10 +211,16 @@ byte nwait;
 byte word[N];         /* wait word: count << 2 | HANDOFF (abstract) */
 byte fq[N];           /* futex queue of the lock word: 0 awake, 1 asleep on
 			 3 (tree_lock), 2 asleep on a word sleepers value */
+bit  cs[N];            /* ghost: believes it holds (critical section) */
+byte rbl[N];          /* an asking waiter's rb_left: the holder it names */
+byte wv[N];           /* the word value a word waiter acts on / sleeps on */
+byte hoask;           /* ghost: the published hand-off request (N: none) */
+bit  stats;           /* -DSTATS: tree->stats set (word_blocks() false) */
 bit  owe[N];          /* ghost: woken (or returned from a wait) and not yet
 			 discharged: pessimistic acquire, sleep again with
 			 the indication, or pass-on wake */
-bit  pw[N];           /* ghost: about to make a wake it decided on */
+byte pw[N];           /* ghost: about to make a wake it decided on (1: one,
+			 2: all) */
 bit  marked[N];
 byte late[N];
 bit  waiting[N];
@@ -176,17 +242,13 @@ hidden byte hk, hm, hc;
 #define TL_NONEMPTY_NOW  (nreq > 0)
 #endif
 
-/* rule 6 / step 3a: may the bound have passed at this look? */
-#ifdef MUT_NO_HANDOFF
-#define CAN_EXPIRE   false
-#define NOT_EXPIRED  true
-#elif defined(LIVENESS)
-#define CAN_EXPIRE   expired[i]
-#define NOT_EXPIRED  (!expired[i])
-#else
-#define CAN_EXPIRE   true
-#define NOT_EXPIRED  true
-#endif
+/* does thread k hold (in the word, or granted in the tree)? */
+#define HOLDS(k) ((IS_HV(tw) && FK(tw) == (k)) || tw == TW_HANDED(k) || \
+		  (IS_ASK(tw) && rbl[AK(tw)] == (k)) || \
+		  (intree[k] && word[k] == 0))
+/* only writers wait on the word, so only writers ask (READER_WORD_WAITERS:
+ * readers never do) */
+#define CAN_ASK  (!isr)
 /* may a tree waiter mark itself now?  (-DNO_TREE_MARK: only an
  * ex-word-waiter past the bound is marked, at its insertion) */
 #if defined(MUT_NO_HANDOFF) || defined(NO_TREE_MARK)
@@ -199,10 +261,35 @@ hidden byte hk, hm, hc;
 /* may a word sleeper's FUTEX_WAIT return without a wake (its timeout at
  * min(deadline, t0 + bound), or spuriously)? */
 #ifdef LIVENESS
-#define WTIMEOUT_OK  expired[i]
+#define WTIMEOUT_OK  (bnd && expired[i])
 #else
 #define WTIMEOUT_OK  tmo
 #endif
+
+/* word_wait(): is the hand-off bound past at this pass? */
+inline upd_past()
+{
+#if defined(MUT_NO_HANDOFF)
+	skip
+#elif defined(LIVENESS)
+	if :: expired[i] -> past = 1 :: else fi
+#else
+	if :: past = 1 :: true fi
+#endif
+}
+
+/* word_wait(), after the value's CASes: the user deadline, or sleep */
+inline wnext()
+{
+	if
+	:: kind == K_TIMED ->	/* the deadline passed */
+		if
+		:: asking -> goto wwithdraw
+		:: else -> goto wtimeout
+		fi
+	:: true -> bnd = !past; goto wsleep
+	fi
+}
 
 inline wake1()
 {
@@ -217,20 +304,27 @@ inline wake1()
 inline wake_all()
 {
 	d_step {
-		if :: fq[0] != 0 -> fq[0] = 0; owe[0] = 1 :: else fi;
-		if :: fq[1] != 0 -> fq[1] = 0; owe[1] = 1 :: else fi;
-		if :: fq[2] != 0 -> fq[2] = 0; owe[2] = 1 :: else fi
+		/* everyone asleep wakes: nobody owes a wake any more */
+		fq[0] = 0; fq[1] = 0; fq[2] = 0;
+		owe[0] = 0; owe[1] = 0; owe[2] = 0
 	}
 }
 
 /* the displaced fast holder becomes a held request, first in the tree */
 inline materialise()
 {
-	hk = FK(tw);
+	hk = DHOLDER(tw);
 #ifndef NO_INVARIANT
 	assert(nreq == 0 && !intree[hk]);	/* fast holders: empty tree */
 #endif
-	assert(rd[hk] == FR(tw));
+	assert(rd[hk] == DMODE(tw));
+	if :: IN_HO(tw) -> hoask = N :: else fi;	/* the hand-off ends */
+#ifdef PROBE_DISPLACE_ASK
+	assert(!IS_ASK(tw));	/* probe: a hand-off request is displaced */
+#endif
+#ifdef PROBE_DISPLACE_HANDED
+	assert(!IN_HO(tw) || IS_ASK(tw));	/* probe: a handed value is */
+#endif
 	seq[hk] = 0; nreq = 1; intree[hk] = 1; word[hk] = 0;
 	hk = 0
 }
@@ -244,7 +338,7 @@ inline tl_acquire()
 		disp = tw; materialise(); tw = mine;
 		if :: mine == TW_LS -> owe[i] = 0 :: else fi;
 #ifndef MUT_DISPLACE_NO_WAKE
-		pw[i] = FS(disp);	/* it will wake all */
+		pw[i] = (WAKES_ALL(disp) -> 2 : 0);	/* it will wake all */
 #endif
 		break }
 	:: atomic { (tw == TW_FREE || tw == TW_NONEMPTY) ->
@@ -266,7 +360,7 @@ inline tl_acquire()
 	mine = 0;
 	/* a displaced sleepers variant: FUTEX_WAKE(INT_MAX) */
 	if
-	:: IS_FAST(disp) && FS(disp) ->
+	:: WAKES_ALL(disp) ->
 #ifndef MUT_DISPLACE_NO_WAKE
 		atomic { wake_all(); pw[i] = 0; disp = 0 }
 #else
@@ -296,7 +390,7 @@ inline tl_take()
 	:: IS_FAST(tw) ->
 		materialise();
 #ifndef MUT_DISPLACE_NO_WAKE
-		if :: FS(tw) -> wake_all() :: else fi;
+		if :: WAKES_ALL(tw) -> wake_all() :: else fi;
 #endif
 		tw = TW_LOCKED
 	:: else -> tw = TW_LOCKED
@@ -380,6 +474,9 @@ inline check_inv()
 inline granted(k)
 {
 	d_step {
+		/* once a hand-off request is published, nobody else gets it */
+		assert(hoask == N || hoask == k);
+		hoask = N;
 		hk = 0;
 		do
 		:: hk < N ->
@@ -561,6 +658,7 @@ inline shadow_enter()
 	d_step {
 		assert(!intree[i] || word[i] == 0);
 		waiting[i] = 0; expired[i] = 0;
+		cs[i] = 1;
 		hk = st[i];
 		do
 		:: hk <= la[i] ->
@@ -579,6 +677,7 @@ inline shadow_enter()
 inline shadow_leave()
 {
 	d_step {
+		cs[i] = 0;
 		hk = st[i];
 		do
 		:: hk <= la[i] ->
@@ -600,10 +699,13 @@ proctype thread(byte i)
 	bit  slept;	/* the word waiter has slept (FUTEX_WAIT returned) */
 	bit  mk;	/* enters the tree HANDOFF-marked (past the bound) */
 	bit  ovt, ws, tmo, keep;
+	bit  asking;	/* our hand-off request is published */
+	bit  past;	/* past the hand-off bound (word_wait()'s past) */
+	bit  bnd;	/* this sleep is bounded by the hand-off deadline */
 	byte kind;
 	byte mine;	/* tree_lock_acquire_slow()'s mine: L or L|S */
 	byte disp;	/* the displaced fast value */
-	byte cnt, v, j;
+	byte cnt, j;
 #ifdef ROUNDS
 	byte rounds;
 #endif
@@ -620,6 +722,14 @@ start:
 		if
 		:: true
 		:: true -> goto stop
+		fi;
+#endif
+#ifdef STATS
+		/* thread 2 enables statistics: range_lock_tree_enable_stats()
+		 * takes tree_lock (displacing the word) and sets tree->stats */
+		if
+		:: i == 2 -> goto enable
+		:: else
 		fi;
 #endif
 		if
@@ -664,47 +774,94 @@ start:
 		fi
 	}
 
-wloop:	/* the word waiter's loop, one pass */
+wloop:	/* word_wait(), one pass (src/word_mode.c); the load is folded into
+	 * the pass's step: a failed CAS goes on with the value it returned */
 	atomic {
 		if
+		:: asking && tw == TW_HANDED(i) ->	/* handed to us: pick up */
+			tw = TW_FAST(i, 0, 1); fast = 1; asking = 0;
+			owe[i] = 0;	/* the sleepers code: pessimistic */
+#ifndef MUT_PICKUP_NO_WAKE
+			pw[i] = 2;
+#endif
+			rbl[i] = 0; mk = 0;
+			shadow_enter(); goto wpicked
+		:: asking && tw != TW_HANDED(i) && tw != TW_HO(i, 0) &&
+		   tw != TW_HO(i, 1) ->
+			/* only a displacer changes our request or our handed
+			 * value: tree_lock and in_tree() tell which it took */
+#ifndef MUT_NO_INTREE_CHECK
+			goto wcheck
+#else
+			asking = 0; rbl[i] = 0; goto wleave	/* mutant */
+#endif
+		:: asking && (tw == TW_HO(i, 0) || tw == TW_HO(i, 1)) ->
+			wv[i] = tw;
+#if defined(STATS) && defined(ASKER_WORD_BLOCKS)
+			goto wblocks
+#else
+			wnext()
+#endif
 #ifndef SPLIT_STEP2
-		/* step 2: CAS(0 -> N|code), won.  The load and the CAS in one
-		 * step: a failed CAS goes on with the value it returned, as
-		 * the load of the next pass (-DSPLIT_STEP2: not so) */
-		:: tw == TW_FREE ->
+		/* take_free_word(): CAS(0 -> N|plain, or N|sleepers once
+		 * slept), failure: go on with the value it returned */
+		:: !asking && tw == TW_FREE ->
 			tw = TW_FAST(i, isr, slept); fast = 1;
 			owe[i] = 0;	/* slept: pessimistic, discharged */
 			granted(i); shadow_enter(); goto owner
 #else
-		:: tw == TW_FREE -> goto wcas
+		:: !asking && tw == TW_FREE -> goto wcas
 #endif
-		:: IS_FAST(tw) && WCONF(tw) ->	/* step 3 */
+		:: !asking && IS_HV(tw) && WCONF(tw) ->	/* a holder's value */
+			upd_past();
 			if
-			:: CAN_EXPIRE ->	/* 3a: the bound: leave, marked */
-				expired[i] = 1; mk = 1; goto wleave
-			:: kind == K_TIMED -> goto wtimeout	/* 3b */
-			:: NOT_EXPIRED ->
-				v = tw;
+			:: past && CAN_ASK ->
+				/* the hand-off request: rb_left = P, then
+				 * CAS(P|c -> M|1 or M|4) */
+				rbl[i] = FK(tw); tw = TW_HO(i, FR(tw));
+				asking = 1; mk = 1; hoask = i
+			:: else ->
 #ifndef MUT_NO_WAITERS_BIT
-				if	/* 3d: CAS(plain -> sleepers) */
-				:: !FS(v) -> v = v + 1; tw = v
+				if	/* CAS(P|plain -> P|sleepers) */
+				:: !FS(tw) -> tw = tw + 1
 				:: else
-				fi;
-#endif
-				goto wsleep
-			fi
-		:: else ->	/* step 4: tree mode, or a non-conflicting holder */
-#if defined(LIVENESS) || defined(MUT_NO_HANDOFF)
-			mk = expired[i];
+				fi
 #else
+				skip
+#endif
+			fi;
+			wv[i] = tw; wnext()
+		:: !asking && IN_HO(tw) && WCONF(tw) ->	/* another's hand-off */
+			upd_past();
+#ifdef MUT_HO_CAS
+			/* mutant: treated as a holder value of its pointer */
 			if
-			:: mk = expired[i]
-			:: !expired[i] -> expired[i] = 1; mk = 1
+			:: past && CAN_ASK ->
+				rbl[i] = AK(tw); tw = TW_HO(i, HMODE(tw));
+				asking = 1; mk = 1; hoask = i
+			:: else -> tw = TW_FAST(AK(tw), HMODE(tw), 1)
 			fi;
 #endif
-			goto wleave
+			wv[i] = tw; wnext()
+		:: !asking && (!IS_FAST(tw) || !WCONF(tw) || stats) ->
+			goto wleave	/* tree mode (or non-conflicting) */
+
 		fi
 	}
+#if defined(STATS) && defined(ASKER_WORD_BLOCKS)
+wblocks:	/* -DASKER_WORD_BLOCKS, word_wait() of draft 3 as written: v ==
+		 * asking was loaded; then `if (!word_blocks(tree, v)) break;`
+		 * reads tree->stats, its own step: set -> the tree path WITHOUT
+		 * in_tree(), though a grant and a displacement may have come
+		 * between (fails).  Default (the fix): an asker does not look at
+		 * word_blocks(); a changed word takes it to wcheck:. */
+	atomic {
+		if
+		:: stats -> asking = 0; rbl[i] = 0; goto wleave
+		:: else -> wnext()
+		fi
+	}
+#endif
 #ifdef SPLIT_STEP2
 wcas:	/* the CAS of step 2 after a load of 0; failed: pass again, with a
 	 * fresh load (the value the CAS returned is ignored) */
@@ -718,31 +875,73 @@ wcas:	/* the CAS of step 2 after a load of 0; failed: pass again, with a
 		fi
 	}
 #endif
-wsleep:	/* 3e: FUTEX_WAIT(sleepers value, until min(deadline, t0 + bound)) */
+wsleep:	/* word_sleep(): FUTEX_WAIT(value), bounded by the hand-off deadline
+	 * until past it (bnd), then unbounded (only the user deadline) */
 	atomic {
 		if
-		:: tw == v ->
+		:: tw == wv[i] ->
 			/* precision: it sleeps only on a conflicting holder */
-			assert(WCONF(v));
+			assert(WCONF(wv[i]));
 			fq[i] = 2;
-			owe[i] = (FS(v) -> 0 : owe[i]);	/* (b): asleep with the bit */
+			if :: SLEEPERS_IND(wv[i]) -> owe[i] = 0 :: else fi;
 #ifndef LIVENESS
 			if	/* will this wait time out (or return spuriously)? */
 			:: tmo = 0
-			:: tmo = 1
+			:: bnd || kind == K_TIMED -> tmo = 1
 			fi
 #endif
 		:: else ->	/* EAGAIN */
-			slept = 1; v = 0; goto wloop
+			slept = 1; wv[i] = 0; goto wloop
 		fi
 	}
 	if
-	:: atomic { fq[i] == 0 -> slept = 1; v = 0; tmo = 0; goto wloop }
+	:: atomic { fq[i] == 0 -> slept = 1; wv[i] = 0; tmo = 0; goto wloop }
 	:: atomic { fq[i] != 0 && WTIMEOUT_OK ->
-			fq[i] = 0; slept = 1; v = 0; tmo = 0; goto wloop }
+			fq[i] = 0; slept = 1; wv[i] = 0; tmo = 0; goto wloop }
 	fi;
 
-wleave:	/* leave for the tree (marked iff mk); pass-on wake if slept */
+wpicked:	/* the pick-up's FUTEX_WAKE(INT_MAX) */
+#ifndef MUT_PICKUP_NO_WAKE
+	atomic { wake_all(); pw[i] = 0 };
+#endif
+	goto owner;
+
+wwithdraw:	/* a timed asker's deadline: CAS(M|ho -> P|sleepers), wake all */
+	atomic {
+		if
+		:: tw == TW_HO(i, 0) || tw == TW_HO(i, 1) ->
+#if defined(MUT_WITHDRAW_ZERO)
+			tw = TW_FREE;				/* mutant */
+#elif defined(MUT_WITHDRAW_PLAIN)
+			tw = TW_FAST(rbl[i], AR(tw), 0);	/* mutant */
+#else
+			tw = TW_FAST(rbl[i], AR(tw), 1);
+#endif
+			hoask = N; asking = 0; mk = 0; rbl[i] = 0;
+			pw[i] = 2
+		:: else -> goto wloop	/* handed, or displaced: look */
+		fi
+	}
+	atomic { wake_all(); pw[i] = 0 };
+	goto wtimeout;
+
+wcheck:	/* the word changed under our request: tree_lock, in_tree() */
+	TL_BEGIN
+		keep = intree[i];
+		assert(!keep || word[i] == 0);
+		check_inv();
+		TL_RELEASE
+	}
+	tl_wake();
+	asking = 0; rbl[i] = 0;
+	if
+	:: keep -> keep = 0; mk = 0; fast = 0;
+		atomic { shadow_enter(); goto owner }	/* handed: held */
+	:: else -> goto wleave	/* displaced: the tree path, marked (mk) */
+	fi;
+
+wleave:	/* leave for the tree (marked iff it asked); pass-on wake if slept */
+	assert(!HOLDS(i));
 #ifndef MUT_NO_PASS_ON
 	if
 	:: slept -> pw[i] = 1; atomic { wake1(); pw[i] = 0; owe[i] = 0 }
@@ -751,10 +950,11 @@ wleave:	/* leave for the tree (marked iff mk); pass-on wake if slept */
 #else
 	owe[i] = 0;
 #endif
-	slept = 0;
+	slept = 0; past = 0;
 	goto tree;
 
-wtimeout:	/* 3b: -ETIMEDOUT (pass-on wake if slept) */
+wtimeout:	/* -ETIMEDOUT (pass-on wake if slept) */
+	assert(!HOLDS(i));
 #ifndef MUT_NO_PASS_ON
 	if
 	:: slept -> pw[i] = 1; atomic { wake1(); pw[i] = 0; owe[i] = 0 }
@@ -763,13 +963,14 @@ wtimeout:	/* 3b: -ETIMEDOUT (pass-on wake if slept) */
 #else
 	owe[i] = 0;
 #endif
-	slept = 0;
+	slept = 0; past = 0;
 	waiting[i] = 0; expired[i] = 0;
 	goto leave;
 
 tree:	/* lock_common(): tree_lock, count, overtake or insert */
 	TL_BEGIN
 
+		assert(!intree[i]);	/* never inserted twice */
 		count_blockers();
 		note_late();
 		if
@@ -909,7 +1110,35 @@ owner:
 		};	/* FUTEX_WAKE(1) */
 #endif
 		goto leave
-	:: (!fast || (tw != TW_FAST(i, isr, 0) && tw != TW_FAST(i, isr, 1))) ->
+	:: atomic { fast && IS_ASK(tw) ->
+			/* tree_fast_release_waited(): a hand-off request:
+			 * CAS(X|ho -> X|0), the grant; then wake all */
+			assert(rbl[AK(tw)] == i && AR(tw) == isr);
+			shadow_leave();
+			j = AK(tw);
+#ifndef MUT_GRANT_ZERO
+			tw = TW_HANDED(j); granted(j);
+#else
+			tw = TW_FREE;	/* mutant */
+#endif
+			j = 0;
+#ifndef MUT_GRANT_WAKE_ONE
+			pw[i] = 2
+#else
+			pw[i] = 1
+#endif
+		}
+		atomic {
+#ifndef MUT_GRANT_WAKE_ONE
+			wake_all();
+#else
+			wake1();	/* mutant */
+#endif
+			pw[i] = 0
+		};
+		goto leave
+	:: (!fast || (tw != TW_FAST(i, isr, 0) && tw != TW_FAST(i, isr, 1) &&
+		      !IS_ASK(tw))) ->
 		/* displaced, or held in the tree: unlock through the tree */
 		TL_BEGIN
 
@@ -925,7 +1154,9 @@ leave:
 	skip;
 	d_step {
 		assert(!intree[i] && fq[i] == 0 && !owe[i] && !pw[i]);
-		isr = 0; fast = 0; slept = 0; mk = 0; kind = 0; v = 0;
+		assert(!HOLDS(i) && !cs[i]);
+		wv[i] = 0; rbl[i] = 0; asking = 0; past = 0; bnd = 0;
+		isr = 0; fast = 0; slept = 0; mk = 0; kind = 0;
 		mine = 0; keep = 0; tmo = 0; rd[i] = 0; st[i] = 0; la[i] = 0
 	}
 #ifdef ROUNDS
@@ -940,6 +1171,15 @@ leave:
 	fi;
 #else
 	goto start;
+#endif
+#ifdef STATS
+enable:
+	TL_BEGIN
+		stats = 1;
+		check_inv();
+		TL_RELEASE
+	}
+	tl_wake();
 #endif
 stop:
 	skip
@@ -968,18 +1208,26 @@ active proctype clock()
  *    wake (it was woken or returned and has not discharged it) or is about
  *    to make one. */
 #define WORD_OK  ((nreq == 0 || tw == TW_LOCKED || tw == TW_LS || \
-		   tw == TW_NONEMPTY) && (!IS_FAST(tw) || !intree[FK(tw)]))
+		   tw == TW_NONEMPTY) && (!IS_FAST(tw) || !intree[HOLDER(tw)]))
+/* believes it holds => holds */
+#define BELIEF_OK ((!cs[0] || HOLDS(0)) && (!cs[1] || HOLDS(1)) && \
+		   (!cs[2] || HOLDS(2)))
+/* every end of a hand-off wakes all: a sleeper on a hand-off value that
+ * has changed has a wake-all on its way */
+#define PWA (pw[0] == 2 || pw[1] == 2 || pw[2] == 2)
+#define HO_STALE(k) (fq[k] == 2 && IN_HO(wv[k]) && tw != wv[k])
+#define HO_WAKE_OK (PWA || !(HO_STALE(0) || HO_STALE(1) || HO_STALE(2)))
 #define ANY_SLEEPER (fq[0] != 0 || fq[1] != 0 || fq[2] != 0)
 #define DEBT (owe[0] || owe[1] || owe[2] || pw[0] || pw[1] || pw[2])
 #ifndef NO_WAKE_INV
-#define WAKE_OK  (!ANY_SLEEPER || SLEEPERS_IND(tw) || DEBT)
+#define WAKE_OK  ((!ANY_SLEEPER || SLEEPERS_IND(tw) || DEBT) && HO_WAKE_OK)
 #else
 #define WAKE_OK  true	/* (to see which behaviour catches a mutant) */
 #endif
 #ifndef NO_INVARIANT
-#define MON_OK  (WORD_OK && WAKE_OK)
+#define MON_OK  (WORD_OK && WAKE_OK && BELIEF_OK)
 #else
-#define MON_OK  WAKE_OK
+#define MON_OK  (WAKE_OK && BELIEF_OK)
 #endif
 #ifdef PROBE_MIXED
 /* probe: both kinds of sleeper in the queue at once */
@@ -989,12 +1237,25 @@ active proctype clock()
 #endif
 active proctype monitor()
 {
-end:	atomic { !MON_OK -> assert(MON_OK) }
+end:	atomic { !MON_OK ->
+#if !defined(PROBE_MIXED)
+		/* one assertion per property, so that the error names it */
+#ifndef NO_INVARIANT
+		assert(WORD_OK);
+#endif
+#ifndef NO_WAKE_INV
+		assert(!ANY_SLEEPER || SLEEPERS_IND(tw) || DEBT);
+		assert(HO_WAKE_OK);
+#endif
+		assert(BELIEF_OK);
+#endif
+		assert(MON_OK) }
 }
 
 init
 {
 	atomic {
+		hoask = N;
 		run thread(0);
 		run thread(1);
 		run thread(2)
