@@ -1,23 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Word mode (docs/design.md, "Word mode"): a blocking or timed lock call for
- * the whole resource [0, RANGE_LOCK_FULL] that finds a conflicting holder of
- * the lock word waits on the word (its sleepers code set) instead of entering
- * the tree; unlock wakes one; anything that takes the tree's internal lock
- * displaces the holder and wakes every word sleeper into the tree; past the
- * hand-off bound a word waiter enters the tree marked.
+ * Word mode (docs/design.md, "Word mode"): a blocking or timed WRITE lock
+ * call for the whole resource [0, RANGE_LOCK_FULL] that finds a conflicting
+ * holder of the lock word waits on the word (its sleepers code set) instead
+ * of entering the tree (readers, partial ranges, trylocks other than write
+ * trylocks' "fail at once" take the tree path); unlock wakes one; anything
+ * that takes the tree's internal lock displaces the holder and wakes every
+ * word sleeper into the tree; past the hand-off bound a word waiter asks for
+ * the word in the word itself (waiter | 1 or waiter | 4, the holder in the
+ * waiter's rb_left), the holder's unlock hands it over (waiter | 0) and the
+ * waiter picks it up (waiter | 6): it never enters the tree for that.
  *
  * White box, through the public struct fields: tree.lock_word (low 3 bits:
  * 5 writer, 7 reader, 6 writer with word sleepers, 2 reader with word
- * sleepers; 0 free; 1, 3, 4 tree mode), tree.nr_requests and tree.root.
+ * sleepers; with a waiter's pointer 1 / 4 hand-off asked (holder writes /
+ * reads), 0 handed; without a pointer 0 free, 1, 3, 4 tree mode),
+ * tree.nr_requests, tree.root and a waiter's rb_left.
  *
  * Built against the static variants without the checking mode (which has no
  * fast path, hence no word mode), for both wait backends, and twice:
- *  - with the real hand-off bound (2 ms): a word waiter leaves the word for
- *    the tree 2 ms after it arrived, so a word sleeper is seen only in that
- *    window (the tests retry until they see one) and a lost wake-up costs
- *    at most 2 ms: these variants check the outcomes (everybody gets the
- *    range, nothing is left behind) and the hand-off bound itself;
+ *  - with the real hand-off bound (2 ms): 2 ms after it arrived a word
+ *    waiter asks for the hand-off, so a plain word sleeper is seen only in
+ *    that window (the tests retry until they see one) and a lost wake-up
+ *    before it costs at most 2 ms: these variants check the outcomes
+ *    (everybody gets the range, nothing is left behind), the hand-off
+ *    itself and the states around it (misuse, displacement);
  *  - with a one-hour bound (RL_TEST_LONG_HANDOFF): a word waiter stays on the
  *    word until it is woken, so every state is checked exactly and a lost
  *    wake-up is a hang (caught by the 5 s bounds below, then the watchdog).
@@ -40,17 +47,31 @@
  *  - no sleepers code (sleep on the plain value): every variant: word_wait
  *    scenarios, dump; LF/LP hang (watchdog); torture_word_timed
  *    (--expect-word-mode) and torture_word_longhandoff_* (HANG).
- *  - no hand-off (never leave the word at the bound): F/P: handoff_bound.
- *  - trylock takes the tree path: trylock_leaves_word_alone, all variants.
+ *  - no hand-off (never ask at the bound): F/P: handoff_bound.
+ *  - the holder's release frees the word (to 0) instead of handing it to
+ *    the asking waiter: F: handoff_bound (a barger got in first).
+ *  - write trylock takes the tree path: trylock_leaves_word_alone, all
+ *    variants.
+ *  - readers wait on the word: reader_waits_in_tree, all variants.
+ *  - a request at 0 mod 2^32 may wait on the word (futex_half_is_small()
+ *    false): F, LF: aligned_request_waits_in_tree (it waited on the word:
+ *    nr_requests 0, not 2).  Skipped where the address cannot be mapped.
+ *  - unlock_common() hands the word over without checking that the
+ *    request is the holder (word_release_waited()'s flags test removed):
+ *    F: misuse_unlock_during_handoff (the unlock returned, no abort).
+ *  - a handed-then-displaced waiter takes itself for displaced (in_tree()
+ *    answer ignored): F: handed_then_displaced (it waits behind itself).
+ *  - a timed waiter that gives up leaves its hand-off request in the word
+ *    (no withdrawal CAS): F: timed_withdrawal_races_grant (word not 0 after
+ *    the holder's unlock), timed_word_wait.  NOT caught (300 rounds): the
+ *    withdrawal ignoring a FAILED CAS (the grant landing between its load
+ *    and its CAS: a window of a few instructions a test cannot aim at; the
+ *    model covers it).
  *  - FIFO trees word-wait: fifo_tree_no_word_wait, all variants.
- *  - a reader word-waits for a reader holder: trylock_leaves_word_alone
- *    (all), full_reader_beside_word_reader (LF/LP).
  *  - a timed word waiter that gives up stays "linked": every variant
  *    aborts (ALREADY_IN_TREE when the request is reused).
  *  - _interruptible/_killable word-wait: intr_kill_wait_in_tree (F: hang,
  *    watchdog; LF/LP: fails; P: not caught).
- *  - a word waiter past the bound enters the tree unmarked: F/P:
- *    handoff_bound.
  *  - the POSIX backend's rl_wake_all() wakes one: LP: dump_word_sleepers
  *    ("2 thread(s)"); otherwise equivalent (every woken sleeper passes a
  *    wake on).
