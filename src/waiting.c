@@ -278,8 +278,9 @@ static int wait_loop(struct waiter *w)
 
 	w->marked = tree_is_fifo(w->tree) || w->kind == WAIT_INTERRUPTIBLE ||
 		    w->word == WORD_MARKED;
-	if (!w->marked && w->word == WORD_NONE) {
-		/* (A word waiter's bound runs from its arrival: word_wait().) */
+	if (!w->marked && w->word < WORD_WAITED) {
+		/* (A longer word waiter's bound runs from its first sleep
+		 * decision: word_wait().) */
 		clock_gettime(CLOCK_MONOTONIC, &w->handoff);
 		timespec_add_ns(&w->handoff, RL_HANDOFF_NS);
 	}

@@ -30,8 +30,11 @@
 
 enum wait_kind { WAIT_PLAIN, WAIT_INTERRUPTIBLE, WAIT_KILLABLE, WAIT_TIMED };
 
-/* struct waiter.word: word mode's part in a wait (word_mode.c). */
-enum { WORD_NONE, WORD_WAITED, WORD_MARKED };
+/* struct waiter.word: word mode's part in a wait (word_mode.c): none; it
+ * polled the word only (its bound not started: it reads no clock for a
+ * short wait); it waited longer (w->handoff holds its bound); it asked for
+ * the hand-off. */
+enum { WORD_NONE, WORD_SPUN, WORD_WAITED, WORD_MARKED };
 
 struct waiter {
 	struct range_lock_tree *tree;

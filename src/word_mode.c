@@ -22,7 +22,8 @@
  * (glibc's mutex rule: others may still sleep).  No tree, no tree_lock.
  *
  * Bounded unfairness: the hand-off.  A word waiter's bound (RL_HANDOFF_NS)
- * runs from its arrival.  Past it, the waiter M writes the holder P into
+ * runs from the end of its polls (a few microseconds after its arrival:
+ * a wait that polling ends reads no clock).  Past it, the waiter M writes the holder P into
  * its own M->rb_left and replaces P's value in the word with M | TL_HANDOFF_x
  * (x: P's mode), which P's release turns into M | TL_FAST_WS -- the grant,
  * with no free word in between, so nobody barges -- and wakes every
@@ -135,9 +136,7 @@ int word_wait(struct range_lock_tree *tree, struct range_lock *lock,
 	bool slept = false, past = false;
 	int spins = 0, r = WORD_TREE;
 
-	clock_gettime(CLOCK_MONOTONIC, &w->handoff);
-	timespec_add_ns(&w->handoff, RL_HANDOFF_NS);
-	w->word = WORD_WAITED;
+	w->word = WORD_SPUN; /* the bound starts when the polls end */
 	rl_probe_wait(wait_begin, tree, lock, false);
 	for (;;) {
 		if (asking) {
@@ -192,8 +191,16 @@ int word_wait(struct range_lock_tree *tree, struct range_lock *lock,
 			v = atomic_load_explicit(word, memory_order_acquire);
 			continue;
 		}
-		if (!past)
+		if (w->word == WORD_SPUN) {
+			/* The polls are over: the hand-off bound starts now
+			 * (not at arrival: a wait that polling ends reads no
+			 * clock, which costs more than such a wait). */
+			clock_gettime(CLOCK_MONOTONIC, &w->handoff);
+			timespec_add_ns(&w->handoff, RL_HANDOFF_NS);
+			w->word = WORD_WAITED;
+		} else if (!past) {
 			past = deadline_passed(CLOCK_MONOTONIC, &w->handoff);
+		}
 		if (!tl_in_handoff(v)) {
 			/* A holder's value, plain or with the sleepers code. */
 			if (past) {
