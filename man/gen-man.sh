@@ -31,6 +31,8 @@ range_read_unlock|release a range, or downgrade a write hold|range_read_unlock r
 range_read_lock_nested|lock calls with lock-order annotations|range_read_lock_nested range_write_lock_nested range_write_lock_killable_nested range_write_lock_nest_lock
 range_lock_tree_enable_stats|statistics of a range lock tree|range_lock_tree_enable_stats range_lock_tree_get_stats range_lock_tree_reset_stats struct_range_lock_stats
 range_lock_tree_dump|print the requests of a range lock tree|range_lock_tree_dump
+range_lock_many|lock several ranges of one tree at once, all or nothing|range_lock_many range_lock_many_interruptible range_lock_many_killable range_lock_many_timed range_lock_many_try range_unlock_many struct_range_lock_item
+range_lock_grow|grow or shrink a held range without letting it go|range_lock_grow range_lock_grow_interruptible range_lock_grow_killable range_lock_grow_timed range_lock_grow_try range_lock_shrink
 rangelock_version|the version of librangelock|rangelock_version'
 
 check=0

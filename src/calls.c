@@ -231,6 +231,7 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 		w->tree = tree;
 		w->lock = lock;
 		w->reader = reader;
+		w->items = NULL; /* one request */
 		r = wait_for_grant(w);
 		if (r)
 			return r;
@@ -408,6 +409,43 @@ struct timespec_time32 {
 
 DEFINE_TIMEDLOCK_TIME32(read, true)
 DEFINE_TIMEDLOCK_TIME32(write, false)
+
+static const struct timespec *widen(const struct timespec_time32 *t32, struct timespec *ts)
+{
+	if (!t32)
+		return NULL;
+	ts->tv_sec = t32->tv_sec;
+	ts->tv_nsec = t32->tv_nsec;
+	return ts;
+}
+
+RANGELOCK_API int range_lock_many_timed_time32(struct range_lock_tree *tree,
+					       const struct range_lock_item *items,
+					       unsigned n, clockid_t clockid,
+					       const struct timespec_time32 *abstime)
+	__asm__("range_lock_many_timed");
+int range_lock_many_timed_time32(struct range_lock_tree *tree,
+				 const struct range_lock_item *items, unsigned n,
+				 clockid_t clockid, const struct timespec_time32 *abstime)
+{
+	struct timespec ts;
+
+	return range_lock_many_timed(tree, items, n, clockid, widen(abstime, &ts));
+}
+
+RANGELOCK_API int range_lock_grow_timed_time32(struct range_lock_tree *tree,
+					       struct range_lock *lock, uint64_t start,
+					       uint64_t last, clockid_t clockid,
+					       const struct timespec_time32 *abstime)
+	__asm__("range_lock_grow_timed");
+int range_lock_grow_timed_time32(struct range_lock_tree *tree, struct range_lock *lock,
+				 uint64_t start, uint64_t last, clockid_t clockid,
+				 const struct timespec_time32 *abstime)
+{
+	struct timespec ts;
+
+	return range_lock_grow_timed(tree, lock, start, last, clockid, widen(abstime, &ts));
+}
 #endif /* RANGELOCK_TIME64_ABI */
 
 int range_write_lock_killable_nested(struct range_lock_tree *tree,
@@ -604,3 +642,566 @@ void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 	unlock_common("range_write_unlock", tree, lock, false);
 }
 
+
+/* ---- several ranges in one arrival (range_lock_many()) ---------------- */
+
+static void check_items(const char *call, struct range_lock_tree *tree,
+			const struct range_lock_item *items, unsigned n)
+{
+	if (!tree || (n && !items))
+		rl_die(call, NULL, "NULL tree or set");
+	if (n > RL_MAX_TREE_REQUESTS)
+		rl_die(call, NULL, "too many requests in one set");
+	for (unsigned i = 0; i < n; i++) {
+		struct range_lock *lock = items[i].lock;
+
+		if (!lock)
+			rl_die(call, NULL, "NULL request in the set");
+		if (items[i].mode != RANGE_LOCK_READ && items[i].mode != RANGE_LOCK_WRITE)
+			rl_die(call, lock, "mode is neither RANGE_LOCK_READ nor RANGE_LOCK_WRITE");
+		if (is_linked(lock))
+			rl_die(call, lock, ALREADY_IN_TREE);
+	}
+}
+
+/*
+ * The second level needs one owner per byte: ranges of one set that
+ * overlap where one is a writer would conflict there with each other.
+ */
+static void check_items_file(const char *call, const struct range_lock_item *items,
+			     unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const struct range_lock *a = items[i].lock;
+
+		if (!rl_file_range_ok(a->start, a->last))
+			rl_die(call, a, "range does not fit off_t (tree bound to a file)");
+		for (unsigned j = 0; j < i; j++) {
+			const struct range_lock *b = items[j].lock;
+
+			if ((items[i].mode == RANGE_LOCK_WRITE || items[j].mode == RANGE_LOCK_WRITE) &&
+			    a->start <= b->last && b->start <= a->last)
+				rl_die(call, a, "ranges of one set overlap with a writer "
+				       "(not allowed on a tree bound to a file)");
+		}
+	}
+}
+
+static int lock_many_common(const char *call, struct range_lock_tree *tree,
+			    const struct range_lock_item *items, unsigned n,
+			    struct waiter *w, void *site)
+{
+	struct range_lock_stats *st;
+	bool writer = false, held;
+	uint32_t tid;
+
+	check_items(call, tree, items, n);
+	if (!n)
+		return 0;
+	tid = rl_thread_id();
+	for (unsigned i = 0; i < n; i++) {
+		items[i].lock->owner_tid = tid;
+		writer |= items[i].mode == RANGE_LOCK_WRITE;
+	}
+	tree_lock(tree);
+	if (__builtin_expect(tree->nr_requests + n >= RL_MAX_TREE_REQUESTS, 0)) {
+		tree_unlock(tree);
+		rl_die(call, items[0].lock, "too many requests in this tree (the limit is "
+		       "2^30 - 1024 at once: a waiter counts its blockers in 30 bits)");
+	}
+	if (writer)
+		revoke_fast_readers(tree);
+	else
+		maybe_bias(tree);
+	held = enter_many(tree, items, n, true, false);
+	if (!held) {
+		if (!w) {
+			if (tree->stats)
+				STAT_ADD(tree->stats, trylock_failed, 1);
+			tree_unlock(tree);
+			return -EBUSY;
+		}
+		if (w->kind == WAIT_TIMED && !timespec_valid(w->clockid, w->abstime)) {
+			tree_unlock(tree);
+			return -EINVAL;
+		}
+		if (w->kind != WAIT_TIMED) {
+			for (unsigned i = 0; i < n; i++)
+				rl_check_self_deadlock(tree, items[i].lock,
+						       items[i].mode == RANGE_LOCK_READ, call);
+		}
+		enter_many(tree, items, n, false, w->kind == WAIT_INTERRUPTIBLE);
+	}
+	st = tree->stats;
+	if (st) {
+		if (!held)
+			STAT_ADD(st, contended, 1);
+		for (unsigned i = 0; i < n; i++) {
+			if (atomic_load_explicit(wait_word(items[i].lock), memory_order_relaxed)) {
+				STAT_ADD(st, waiting_now, 1);
+				STAT_PEAK(st, waiting_now, waiting_peak);
+			} else {
+				stat_granted(st, items[i].mode == RANGE_LOCK_READ, false);
+			}
+		}
+	}
+	tree_unlock(tree);
+	if (!held) {
+		int r;
+
+		w->tree = tree;
+		w->items = items;
+		w->n = n;
+		w->growth = NULL;
+		w->word = WORD_NONE;
+		r = wait_for_grants(w);
+		if (r)
+			return r;
+	}
+	for (unsigned i = 0; i < n; i++)
+		rl_check_acquired(tree, items[i].lock, 0, site);
+	return 0;
+}
+
+static void unlock_many_local(struct range_lock_tree *tree,
+			      const struct range_lock_item *items, unsigned n);
+
+struct many_hold {
+	struct range_lock_tree *tree;
+	const struct range_lock_item *items;
+	unsigned n;
+};
+
+static void unlock_many_on_cancel(void *arg)
+{
+	struct many_hold *h = arg;
+
+	unlock_many_local(h->tree, h->items, h->n);
+}
+
+/*
+ * The second level of a set, all or nothing, never holding one OFD lock
+ * while waiting for another (two processes taking sets in opposite orders
+ * would deadlock there, and the kernel would not tell): wait for one range
+ * (the call's way of waiting), try the others; if one is busy, let go of
+ * the second level again and wait for that one first.
+ */
+static int file_acquire_many(const char *call, struct range_lock_tree *tree,
+			     const struct range_lock_item *items, unsigned n,
+			     struct waiter *w, enum rl_file_wait kind)
+{
+	struct range_lock_file *f = file_of(tree);
+	struct many_hold h = { tree, items, n };
+	unsigned first = 0, busy;
+	int r;
+
+	(void)call;
+	for (;;) {
+		const struct range_lock *l = items[first].lock;
+
+		r = rl_file_lock(f, l->start, l->last, items[first].mode == RANGE_LOCK_READ,
+				 kind, w ? w->clockid : 0, w ? w->abstime : NULL,
+				 unlock_many_on_cancel, &h);
+		if (r)
+			break;
+		busy = n;
+		for (unsigned i = 0; i < n && busy == n; i++) {
+			l = items[i].lock;
+			if (i != first &&
+			    rl_file_lock(f, l->start, l->last, items[i].mode == RANGE_LOCK_READ,
+					 RL_FILE_TRY, 0, NULL, NULL, NULL))
+				busy = i;
+		}
+		if (busy == n)
+			return 0;
+		for (unsigned i = 0; i < busy || i == first; i++) {
+			l = items[i].lock;
+			if (i == first || i < busy)
+				rl_file_unlock(f, l->start, l->last,
+					       items[i].mode == RANGE_LOCK_READ);
+		}
+		r = -EBUSY;
+		if (kind == RL_FILE_TRY)
+			break;
+		first = busy;
+	}
+	unlock_many_local(tree, items, n);
+	return r;
+}
+
+static int lock_many_two_levels(const char *call, struct range_lock_tree *tree,
+				const struct range_lock_item *items, unsigned n,
+				struct waiter *w, void *site)
+{
+	static const enum rl_file_wait kinds[] = {
+		[WAIT_PLAIN] = RL_FILE_PLAIN,
+		[WAIT_INTERRUPTIBLE] = RL_FILE_INTERRUPTIBLE,
+		[WAIT_KILLABLE] = RL_FILE_KILLABLE,
+		[WAIT_TIMED] = RL_FILE_TIMED,
+	};
+	int r;
+
+	if (tree && file_of(tree)) {
+		check_items(call, tree, items, n);
+		check_items_file(call, items, n);
+	}
+	r = lock_many_common(call, tree, items, n, w, site);
+	if (__builtin_expect(r == 0 && n && file_of(tree) != NULL, 0))
+		r = file_acquire_many(call, tree, items, n, w,
+				      w ? kinds[w->kind] : RL_FILE_TRY);
+	return r;
+}
+
+void range_lock_many(struct range_lock_tree *tree, const struct range_lock_item *items,
+		     unsigned n)
+{
+	struct waiter w;
+
+	waiter_init(&w, WAIT_PLAIN, 0, NULL);
+	lock_many_two_levels("range_lock_many", tree, items, n, &w, CALLER);
+}
+
+int range_lock_many_interruptible(struct range_lock_tree *tree,
+				  const struct range_lock_item *items, unsigned n)
+{
+	struct waiter w;
+
+	waiter_init(&w, WAIT_INTERRUPTIBLE, 0, NULL);
+	return lock_many_two_levels("range_lock_many_interruptible", tree, items, n, &w,
+				    CALLER);
+}
+
+int range_lock_many_killable(struct range_lock_tree *tree,
+			     const struct range_lock_item *items, unsigned n)
+{
+	struct waiter w;
+
+	waiter_init(&w, WAIT_KILLABLE, 0, NULL);
+	return lock_many_two_levels("range_lock_many_killable", tree, items, n, &w, CALLER);
+}
+
+int range_lock_many_timed(struct range_lock_tree *tree, const struct range_lock_item *items,
+			  unsigned n, clockid_t clockid, const struct timespec *abstime)
+{
+	struct waiter w;
+
+	waiter_init(&w, WAIT_TIMED, clockid, abstime);
+	return lock_many_two_levels("range_lock_many_timed", tree, items, n, &w, CALLER);
+}
+
+int range_lock_many_try(struct range_lock_tree *tree, const struct range_lock_item *items,
+			unsigned n)
+{
+	return lock_many_two_levels("range_lock_many_try", tree, items, n, NULL, CALLER) == 0;
+}
+
+/* Unlock at the local level only, with one hold of tree_lock for all.
+ * A read held in a slot (locked on its own, fast) takes the single calls'
+ * path, and then all do: its slot tag is the only mark telling it apart,
+ * and the fast release erases it. */
+static void unlock_many_local(struct range_lock_tree *tree,
+			      const struct range_lock_item *items, unsigned n)
+{
+	struct wake_list wl;
+	struct range_lock_stats *st;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!items[i].lock)
+			rl_die("range_unlock_many", NULL, "NULL request in the set");
+		if (items[i].lock->owner_tid & RL_SLOT_TAG) {
+			for (unsigned j = 0; j < n; j++) {
+				bool reader = items[j].mode == RANGE_LOCK_READ;
+
+				unlock_common(reader ? "range_read_unlock" : "range_write_unlock",
+					      tree, items[j].lock, reader);
+			}
+			return;
+		}
+	}
+	wl.n = 0;
+	tree_lock(tree); /* materialises a member held through the lock word */
+	st = tree->stats;
+	for (unsigned i = 0; i < n; i++) {
+		struct range_lock *lock = items[i].lock;
+
+		check_held("range_unlock_many", tree, lock, items[i].mode == RANGE_LOCK_READ);
+		rl_check_released(tree, lock);
+		if (st)
+			STAT_ADD(st, held_now, -1);
+		remove_request(tree, lock, &wl);
+	}
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+}
+
+void range_unlock_many(struct range_lock_tree *tree, const struct range_lock_item *items,
+		       unsigned n)
+{
+	if (!tree || (n && !items))
+		rl_die("range_unlock_many", NULL, "NULL tree or set");
+	for (unsigned i = 0; i < n; i++)
+		file_release(tree, items[i].lock, items[i].mode == RANGE_LOCK_READ);
+	unlock_many_local(tree, items, n);
+}
+
+/* ---- changing a held range: shrink and grow --------------------------- */
+
+/*
+ * Under tree_lock, for the calls that change a held range: a read held in a
+ * slot is moved into the tree first (revocation: the tree reads through the
+ * tree for a while), one held through the lock word was materialised by
+ * tree_lock(); then it must be held in this tree, in either mode.
+ */
+static bool held_in_tree(const char *call, struct range_lock_tree *tree,
+			 struct range_lock *lock)
+{
+	if (lock->owner_tid & RL_SLOT_TAG)
+		revoke_fast_readers(tree);
+	check_held(call, tree, lock, is_linked(lock) && is_reader(lock));
+	return is_reader(lock);
+}
+
+int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
+		      uint64_t start, uint64_t last)
+{
+	struct range_lock_file *f;
+	struct wake_list wl;
+	uint64_t a, b;
+	bool reader;
+
+	check_args("range_lock_shrink", tree, lock);
+	wl.n = 0;
+	tree_lock(tree);
+	reader = held_in_tree("range_lock_shrink", tree, lock);
+	a = lock->start;
+	b = lock->last;
+	if (start > last || start < a || last > b) {
+		tree_unlock(tree);
+		return -EINVAL;
+	}
+	f = file_of(tree);
+	if (f) {
+		/* The OFD level first, as unlock does, outside tree_lock; only
+		 * this request's user changes its range. */
+		tree_unlock(tree);
+		if (a < start)
+			rl_file_unlock(f, a, start - 1, reader);
+		if (last < b)
+			rl_file_unlock(f, last + 1, b, reader);
+		tree_lock(tree);
+	}
+	shrink_request(tree, lock, start, last, &wl);
+	rl_check_resized(tree, lock);
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+	return 0;
+}
+
+struct grow_hold {
+	struct range_lock_tree *tree;
+	struct range_lock *lock;
+	uint64_t start, last;      /* the range before the call */
+	uint64_t taken_start, taken_last; /* a part held at the OFD level */
+	bool taken;
+};
+
+static void shrink_back(struct grow_hold *h)
+{
+	struct wake_list wl;
+
+	if (h->taken)
+		rl_file_unlock(file_of(h->tree), h->taken_start, h->taken_last,
+			       is_reader(h->lock));
+	wl.n = 0;
+	tree_lock(h->tree);
+	shrink_request(h->tree, h->lock, h->start, h->last, &wl);
+	rl_check_resized(h->tree, h->lock);
+	tree_unlock(h->tree);
+	wake_list_flush(&wl);
+}
+
+static void shrink_back_on_cancel(void *arg)
+{
+	shrink_back(arg);
+}
+
+/* The second level of the added parts; gives up by shrinking back. */
+static int file_grow(struct range_lock_tree *tree, struct range_lock *lock,
+		     uint64_t a, uint64_t b, bool reader, struct waiter *w,
+		     enum rl_file_wait kind)
+{
+	struct range_lock_file *f = file_of(tree);
+	struct grow_hold h = { tree, lock, a, b, 0, 0, false };
+	uint64_t part[2][2];
+	unsigned np = 0;
+	int r = 0;
+
+	if (lock->start < a) {
+		part[np][0] = lock->start;
+		part[np++][1] = a - 1;
+	}
+	if (lock->last > b) {
+		part[np][0] = b + 1;
+		part[np++][1] = lock->last;
+	}
+	for (unsigned i = 0; i < np && !r; i++) {
+		r = rl_file_lock(f, part[i][0], part[i][1], reader, kind,
+				 w ? w->clockid : 0, w ? w->abstime : NULL,
+				 shrink_back_on_cancel, &h);
+		if (!r) {
+			h.taken = true;
+			h.taken_start = part[i][0];
+			h.taken_last = part[i][1];
+		}
+	}
+	if (r) /* nothing of the failed part is left at the OFD level */
+		shrink_back(&h);
+	return r;
+}
+
+static int grow_common(const char *call, struct range_lock_tree *tree,
+		       struct range_lock *lock, uint64_t start, uint64_t last,
+		       struct waiter *w, void *site)
+{
+	static const enum rl_file_wait kinds[] = {
+		[WAIT_PLAIN] = RL_FILE_PLAIN,
+		[WAIT_INTERRUPTIBLE] = RL_FILE_INTERRUPTIBLE,
+		[WAIT_KILLABLE] = RL_FILE_KILLABLE,
+		[WAIT_TIMED] = RL_FILE_TIMED,
+	};
+	struct range_lock_item parts[2];
+	struct range_lock_stats *st;
+	struct wake_list wl;
+	struct growth g;
+	uint64_t a, b;
+	bool reader;
+	int r = 0;
+
+	(void)site;
+	check_args(call, tree, lock);
+	wl.n = 0;
+	tree_lock(tree);
+	reader = held_in_tree(call, tree, lock);
+	a = lock->start;
+	b = lock->last;
+	if (start > a || last < b ||
+	    (file_of(tree) && !rl_file_range_ok(start, last))) {
+		tree_unlock(tree);
+		return -EINVAL;
+	}
+	if (start == a && last == b) {
+		tree_unlock(tree);
+		return 0;
+	}
+	if (__builtin_expect(tree->nr_requests + 2 >= RL_MAX_TREE_REQUESTS, 0)) {
+		tree_unlock(tree);
+		rl_die(call, lock, "too many requests in this tree (the limit is "
+		       "2^30 - 1024 at once: a waiter counts its blockers in 30 bits)");
+	}
+	if (!reader)
+		revoke_fast_readers(tree); /* a growth of a writer is a writer */
+	g.owner = lock;
+	g.start = start;
+	g.last = last;
+	st = tree->stats;
+	if (grow_enter(tree, &g, true, false, &wl)) {
+		/* Free: merged at once. */
+	} else if (!w) {
+		if (st)
+			STAT_ADD(st, trylock_failed, 1);
+		tree_unlock(tree);
+		return -EBUSY;
+	} else if (w->kind == WAIT_TIMED && !timespec_valid(w->clockid, w->abstime)) {
+		tree_unlock(tree);
+		return -EINVAL;
+	} else {
+		unsigned waiting = 0;
+
+		grow_enter(tree, &g, false, w->kind == WAIT_INTERRUPTIBLE, &wl);
+		for (unsigned i = 0; i < g.n; i++) {
+			parts[i].lock = &g.part[i];
+			parts[i].mode = reader ? RANGE_LOCK_READ : RANGE_LOCK_WRITE;
+			waiting += atomic_load_explicit(wait_word(&g.part[i]),
+							memory_order_relaxed) != 0;
+		}
+		if (st) {
+			STAT_ADD(st, contended, 1);
+			STAT_ADD(st, waiting_now, (int64_t)waiting);
+			STAT_PEAK(st, waiting_now, waiting_peak);
+		}
+		tree_unlock(tree);
+		wake_list_flush(&wl);
+		w->tree = tree;
+		w->items = parts;
+		w->n = g.n;
+		w->growth = &g;
+		w->word = WORD_NONE;
+		r = wait_for_grants(w);
+		if (r)
+			return r; /* the growths left; @lock holds [a, b] as before */
+		wl.n = 0;
+		tree_lock(tree);
+		st = tree->stats;
+		if (st)
+			STAT_ADD(st, waiting_now, -(int64_t)waiting);
+		grow_merge(tree, &g, &wl);
+	}
+	if (st) {
+		if (reader)
+			STAT_ADD(st, read_acquired, 1);
+		else
+			STAT_ADD(st, write_acquired, 1);
+	}
+	rl_check_resized(tree, lock);
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+	if (__builtin_expect(file_of(tree) != NULL, 0))
+		r = file_grow(tree, lock, a, b, reader, w, w ? kinds[w->kind] : RL_FILE_TRY);
+	return r;
+}
+
+int range_lock_grow(struct range_lock_tree *tree, struct range_lock *lock,
+		    uint64_t start, uint64_t last)
+{
+	struct waiter w;
+
+	waiter_init(&w, WAIT_PLAIN, 0, NULL);
+	return grow_common("range_lock_grow", tree, lock, start, last, &w, CALLER);
+}
+
+int range_lock_grow_interruptible(struct range_lock_tree *tree, struct range_lock *lock,
+				  uint64_t start, uint64_t last)
+{
+	struct waiter w;
+
+	waiter_init(&w, WAIT_INTERRUPTIBLE, 0, NULL);
+	return grow_common("range_lock_grow_interruptible", tree, lock, start, last, &w,
+			   CALLER);
+}
+
+int range_lock_grow_killable(struct range_lock_tree *tree, struct range_lock *lock,
+			     uint64_t start, uint64_t last)
+{
+	struct waiter w;
+
+	waiter_init(&w, WAIT_KILLABLE, 0, NULL);
+	return grow_common("range_lock_grow_killable", tree, lock, start, last, &w, CALLER);
+}
+
+int range_lock_grow_timed(struct range_lock_tree *tree, struct range_lock *lock,
+			  uint64_t start, uint64_t last, clockid_t clockid,
+			  const struct timespec *abstime)
+{
+	struct waiter w;
+
+	waiter_init(&w, WAIT_TIMED, clockid, abstime);
+	return grow_common("range_lock_grow_timed", tree, lock, start, last, &w, CALLER);
+}
+
+int range_lock_grow_try(struct range_lock_tree *tree, struct range_lock *lock,
+			uint64_t start, uint64_t last)
+{
+	int r = grow_common("range_lock_grow_try", tree, lock, start, last, NULL, CALLER);
+
+	return r == -EINVAL ? r : r == 0;
+}

@@ -54,7 +54,7 @@ static void tree_broken(const struct range_lock_tree *tree, const char *what,
 
 void rl_check_tree(const struct range_lock_tree *tree)
 {
-	const struct range_lock *n, *prev = NULL, *first = NULL;
+	const struct range_lock *n, *first = NULL;
 	struct range_lock *m;
 	const char *msg;
 	size_t count;
@@ -82,14 +82,13 @@ void rl_check_tree(const struct range_lock_tree *tree)
 	if (count != tree->nr_writers)
 		tree_broken(tree, "nr_writers differs from the writers in the tree", NULL, NULL);
 
-	for (n = first; n; prev = n, n = itree_next_inorder(n)) {
+	for (n = first; n; n = itree_next_inorder(n)) {
 		uint32_t expect = 0;
 
-		if (n->seqnum >= tree->seqnum)
+		if (!seq_before(n->seqnum, tree->seqnum))
 			tree_broken(tree, "seqnum from the future", n, NULL);
-		if ((tree->flags & RANGE_LOCK_TREE_FLAG_FIFO) && prev &&
-		    prev->start == n->start && prev->seqnum >= n->seqnum)
-			tree_broken(tree, "equal starts out of arrival order", prev, n);
+		/* (Equal starts are not in seqnum order: shrink and grow
+		 * re-insert a request with its old seqnum.) */
 		if ((tree->flags & RANGE_LOCK_TREE_FLAG_FIFO) && !is_held(n) &&
 		    !blocking_of(n))
 			tree_broken(tree, "an eligible request in a FIFO tree", n, NULL);
@@ -98,12 +97,16 @@ void rl_check_tree(const struct range_lock_tree *tree)
 
 			if (m == n || !conflicting)
 				continue;
-			if (m->seqnum == n->seqnum)
-				tree_broken(tree, "two requests share a seqnum", m, n);
-			if (m->seqnum < n->seqnum)
+			/* precedes(): the seqnum order, and growths (protocol.h) */
+			if (precedes(m, n))
 				expect++;
-			if (is_held(n) && is_held(m))
+			/* Equal seqnums: the requests of one set, which may
+			 * overlap in any modes (range_lock_many()). */
+			if (is_held(n) && is_held(m) &&
+			    (m->seqnum != n->seqnum || is_growth(m) || is_growth(n)))
 				tree_broken(tree, "conflicting requests both held", m, n);
+			if (precedes(m, n) && precedes(n, m))
+				tree_broken(tree, "two requests count each other", m, n);
 		}
 		/* Well-formed words (protocol.h): 0 (held), ELIGIBLE (only
 		 * in the default policy), or a count with HANDOFF only in the
@@ -247,7 +250,7 @@ static const struct range_lock *waiter_between(const struct range_lock_tree *tre
 	itree_foreach(m, tree->root, lock->start, lock->last) {
 		if (m != h->lock && conflicting(reader, is_reader(m)) &&
 		    conflicting(is_reader(h->lock), is_reader(m)) &&
-		    m->seqnum > h->lock->seqnum &&
+		    seq_before(h->lock->seqnum, m->seqnum) &&
 		    m->start <= h->last && m->last >= h->start)
 			return m;
 	}
@@ -367,6 +370,20 @@ void rl_check_released(const struct range_lock_tree *tree,
 	for (size_t i = 0; i < nr_holds; i++) {
 		if (holds[i].tree == tree && holds[i].lock == lock) {
 			holds[i] = holds[--nr_holds];
+			break;
+		}
+	}
+	registry_leave(cancel_state);
+}
+
+void rl_check_resized(const struct range_lock_tree *tree,
+		      const struct range_lock *lock)
+{
+	int cancel_state = registry_enter();
+	for (size_t i = 0; i < nr_holds; i++) {
+		if (holds[i].tree == tree && holds[i].lock == lock) {
+			holds[i].start = lock->start;
+			holds[i].last = lock->last;
 			break;
 		}
 	}

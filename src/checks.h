@@ -28,6 +28,9 @@ void rl_check_acquired(struct range_lock_tree *tree, struct range_lock *lock,
 /* Under tree_lock, before a held request leaves. */
 void rl_check_released(const struct range_lock_tree *tree,
 		       const struct range_lock *lock);
+/* Under tree_lock: a held request's range changed (shrink, grow). */
+void rl_check_resized(const struct range_lock_tree *tree,
+		      const struct range_lock *lock);
 #else
 static inline void rl_check_tree(const struct range_lock_tree *tree) { (void)tree; }
 static inline void rl_check_self_deadlock(const struct range_lock_tree *tree,
@@ -44,6 +47,11 @@ static inline void rl_check_acquired(struct range_lock_tree *tree,
 }
 static inline void rl_check_released(const struct range_lock_tree *tree,
 				     const struct range_lock *lock)
+{
+	(void)tree; (void)lock;
+}
+static inline void rl_check_resized(const struct range_lock_tree *tree,
+				    const struct range_lock *lock)
 {
 	(void)tree; (void)lock;
 }

@@ -274,7 +274,7 @@ static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *
 		return;
 	}
 	tree->nr_waiting--;
-	if (tree->stats)
+	if (tree->stats && !is_growth(waiter)) /* a growth counts at its merge */
 		stat_granted(tree->stats, is_reader(waiter), true);
 	if (old & SLEEPING)
 		wake_list_add(wl, word);
@@ -316,7 +316,7 @@ void scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
 		word = atomic_load_explicit(wait_word(n), memory_order_relaxed);
 		if (word == 0 || (word & HANDOFF))
 			scan->must_wait = true;
-		if (n->seqnum < scan->first_seq)
+		if (scan->blockers == 1 || seq_before(n->seqnum, scan->first_seq))
 			scan->first_seq = n->seqnum;
 	}
 	if (tree_is_fifo(tree))
@@ -344,9 +344,7 @@ uint64_t overtake(struct range_lock_tree *tree, const struct range_lock *lock,
 					      memory_order_relaxed) == ELIGIBLE)
 			tree->nr_waiting++;
 	}
-	/* No wrap: every waiter has a seqnum >= 1, since the request it
-	 * first waited for entered before it (seqnum 0 goes to the first
-	 * request of a tree, which nothing can be waiting for). */
+	/* May wrap below 0: seqnums compare as signed differences. */
 	return scan->first_seq - 1;
 }
 
@@ -375,9 +373,10 @@ void insert_request(struct range_lock_tree *tree, struct range_lock *lock,
 	itree_insert(&tree->root, lock);
 }
 
-/* Take @lock out of the tree and release the later requests that counted
- * it: the same conflict rule as scan_entry(), and a higher seqnum, so exactly
- * those (an overtaker has a lower seqnum than the waiters it passed). */
+/* Take @lock out of the tree and release the requests that counted it:
+ * the same conflict rule as scan_entry(), and precedes() (for ordinary
+ * requests a higher seqnum: an overtaker has a lower seqnum than the
+ * waiters it passed), so exactly those. */
 void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
 			   struct wake_list *wl)
 {
@@ -401,9 +400,269 @@ void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
 	if (!intersects_any(tree, lock))
 		return;
 	itree_foreach(n, tree->root, lock->start, lock->last) {
-		if (n->seqnum > lock->seqnum && conflict(reader, is_reader(n)))
+		if (conflict(reader, is_reader(n)) && precedes(lock, n))
 			put_blocker(tree, n, wl);
 	}
+}
+
+/* ---- several requests, shrink and grow (range_lock_many(), ..._grow()) - */
+
+/*
+ * Several requests enter as ONE arrival, in one critical section: every
+ * member is scanned before any is inserted (so siblings never count each
+ * other), then all take the same seqnum, and equal seqnums never precede
+ * each other.  Default policy: the set overtakes only as a whole -- when no
+ * member finds a held or marked conflict -- and is then held at once; else
+ * every member takes the next seqnum and counts every conflict.  A set
+ * partly held thus has all its members at one seqnum, behind every request
+ * they wait for: no cycle can form among such calls (docs/design.md).
+ * Returns true when every member is held; @try: insert only then.  @mark:
+ * members that wait are HANDOFF-marked (interruptible calls).
+ */
+bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
+		unsigned n, bool try, bool mark)
+{
+	struct entry_scan scan;
+	bool must_wait = false, any = false;
+	uint64_t first = 0, seq;
+
+	/* The scan's counts wait in the members' own words until they are
+	 * inserted: nobody else can see a request that is in no tree. */
+	for (unsigned i = 0; i < n; i++) {
+		struct range_lock *lock = items[i].lock;
+
+		scan_entry(tree, lock, items[i].mode == RANGE_LOCK_READ, false, &scan);
+		atomic_store_explicit(wait_word(lock), scan.blockers, memory_order_relaxed);
+		must_wait |= scan.must_wait;
+		if (scan.blockers && (!any || seq_before(scan.first_seq, first))) {
+			first = scan.first_seq;
+			any = true;
+		}
+	}
+	if (any && must_wait && try)
+		return false;
+	if (any && !must_wait) {
+		/* Overtake as a whole: each member passes its waiters (a waiter
+		 * under two members counts both), all before any insertion. */
+		for (unsigned i = 0; i < n; i++) {
+			struct range_lock *lock = items[i].lock;
+			bool reader = items[i].mode == RANGE_LOCK_READ;
+
+			if (atomic_load_explicit(wait_word(lock), memory_order_relaxed)) {
+				scan.first_seq = first;
+				overtake(tree, lock, reader, &scan);
+				atomic_store_explicit(wait_word(lock), 0, memory_order_relaxed);
+			}
+		}
+		seq = first - 1;
+	} else {
+		seq = tree->seqnum++;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct range_lock *lock = items[i].lock;
+		uint32_t blockers = atomic_load_explicit(wait_word(lock), memory_order_relaxed);
+
+		if (is_linked(lock)) { /* the same request twice in one set */
+			tree_unlock(tree);
+			rl_die("range_lock_many", lock, "request appears twice in the set");
+		}
+		insert_request(tree, lock, items[i].mode == RANGE_LOCK_READ, blockers, seq);
+		if (blockers && mark && !tree_is_fifo(tree))
+			atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
+	}
+	return !(any && must_wait);
+}
+
+/* Move @lock, in the tree, to [start, last]: the interval tree is keyed by
+ * start, so the node is taken out and put back (no counts change here). */
+static void rekey(struct range_lock_tree *tree, struct range_lock *lock,
+		  uint64_t start, uint64_t last)
+{
+	uintptr_t reader = lock->rb_parent_flags & RL_READER;
+
+	if (tree->leftmost == lock)
+		tree->leftmost = itree_next_inorder(lock);
+	itree_erase(&tree->root, lock);
+	lock->start = start;
+	lock->last = last;
+	lock->rb_parent_flags = reader;
+	if (!tree->root) {
+		lock->rb_left = lock->rb_right = NULL;
+		lock->subtree_last = last;
+		lock->rb_parent_flags |= RB_BLACK | RL_LINKED;
+		tree->root = tree->leftmost = lock;
+		return;
+	}
+	if (start < tree->leftmost->start)
+		tree->leftmost = lock;
+	itree_insert(&tree->root, lock);
+}
+
+static inline bool meets(const struct range_lock *n, uint64_t start, uint64_t last)
+{
+	return n->start <= last && n->last >= start;
+}
+
+/* Release the requests in [from, to] that counted @lock and no longer
+ * intersect it (it now covers [keep_start, keep_last] only). */
+static void put_dropped(struct range_lock_tree *tree, struct range_lock *lock,
+			uint64_t from, uint64_t to, struct wake_list *wl)
+{
+	bool reader = is_reader(lock);
+	struct range_lock *n;
+
+	itree_foreach(n, tree->root, from, to) {
+		if (n != lock && !meets(n, lock->start, lock->last) &&
+		    conflict(reader, is_reader(n)) && precedes(lock, n))
+			put_blocker(tree, n, wl);
+	}
+}
+
+/*
+ * A held request keeps [start, last] of its range and gives up the rest:
+ * never waits; exactly the requests that counted it and do not intersect
+ * what it keeps lose that blocker (and may be granted).  Its seqnum stays.
+ */
+void shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
+		    uint64_t start, uint64_t last, struct wake_list *wl)
+{
+	uint64_t a = lock->start, b = lock->last;
+
+	if (a == start && b == last)
+		return;
+	rekey(tree, lock, start, last);
+	if (!tree->nr_waiting)
+		return;
+	if (a < start)
+		put_dropped(tree, lock, a, start - 1, wl);
+	if (last < b)
+		put_dropped(tree, lock, last + 1, b, wl);
+}
+
+/*
+ * GROWING a held request L to [g->start, g->last]: its added parts (one on
+ * each side at most) enter as GROWTHS, internal requests with L's mode and
+ * seqnum, which precedes() orders: a growth counts every holder and every
+ * request not later than L; every later waiter counts it (one blocker
+ * more; an ELIGIBLE one is counted in nr_waiting again).  L keeps what it
+ * held all the while.  When every growth is granted, grow_merge() gives L
+ * the whole range.  A give-up removes the growths like any waiter
+ * (remove_request()), which leaves L exactly as before.
+ */
+bool grow_enter(struct range_lock_tree *tree, struct growth *g, bool try, bool mark,
+		struct wake_list *wl)
+{
+	struct range_lock *owner = g->owner, *n;
+	bool reader = is_reader(owner);
+	uint32_t blockers[2] = { 0, 0 };
+	unsigned total = 0;
+
+	g->n = 0;
+	if (g->start < owner->start) {
+		g->part[g->n].start = g->start;
+		g->part[g->n++].last = owner->start - 1;
+	}
+	if (g->last > owner->last) {
+		g->part[g->n].start = owner->last + 1;
+		g->part[g->n++].last = g->last;
+	}
+	for (unsigned i = 0; i < g->n; i++) {
+		struct range_lock *p = &g->part[i];
+
+		p->owner_tid = RL_GROWTH_TAG;
+		p->seqnum = owner->seqnum;
+		p->rb_parent_flags = reader ? RL_READER : 0;
+		/* Not held while it is scanned (precedes() reads the word). */
+		atomic_store_explicit(wait_word(p), ONE_BLOCKER, memory_order_relaxed);
+		itree_foreach(n, tree->root, p->start, p->last) {
+			if (conflict(reader, is_reader(n)) && precedes(n, p))
+				blockers[i]++;
+		}
+		total += blockers[i];
+	}
+	if (try && total)
+		return false;
+	for (unsigned i = 0; i < g->n; i++) {
+		struct range_lock *p = &g->part[i];
+
+		itree_foreach(n, tree->root, p->start, p->last) {
+			if (!conflict(reader, is_reader(n)) || precedes(n, p))
+				continue;
+			rl_race_ok(wait_word(n), sizeof(uint32_t)); /* annotate.h, edge 8 */
+			if (atomic_fetch_add_explicit(wait_word(n), ONE_BLOCKER,
+						      memory_order_relaxed) == ELIGIBLE)
+				tree->nr_waiting++;
+		}
+	}
+	for (unsigned i = 0; i < g->n; i++) {
+		insert_request(tree, &g->part[i], reader, blockers[i], owner->seqnum);
+		if (blockers[i] && mark && !tree_is_fifo(tree))
+			atomic_fetch_or_explicit(wait_word(&g->part[i]), HANDOFF,
+						 memory_order_relaxed);
+	}
+	if (!total)
+		grow_merge(tree, g, wl);
+	return true;
+}
+
+/* Under tree_lock: is every growth granted?  An ELIGIBLE one claims (POLICY
+ * rule 5), for a giving-up grower whose range turned out free. */
+bool grow_granted(struct range_lock_tree *tree, struct growth *g)
+{
+	(void)tree;
+	for (unsigned i = 0; i < g->n; i++) {
+		uint32_t w = atomic_load_explicit(wait_word(&g->part[i]), memory_order_acquire);
+
+		if (w != 0 && w != ELIGIBLE)
+			return false;
+	}
+	for (unsigned i = 0; i < g->n; i++)
+		atomic_store_explicit(wait_word(&g->part[i]), 0, memory_order_relaxed);
+	return true;
+}
+
+/*
+ * Every growth is granted: the owner takes the whole range, at its own
+ * seqnum.  A request that counted the owner and a growth, or two growths,
+ * now counts the owner once: it loses the rest (it keeps one, so it is
+ * never granted here).  One that counted a growth alone counts the owner
+ * instead: no change.
+ */
+void grow_merge(struct range_lock_tree *tree, struct growth *g, struct wake_list *wl)
+{
+	struct range_lock *owner = g->owner, *n;
+	bool reader = is_reader(owner);
+
+	for (unsigned i = 0; i < g->n; i++) {
+		struct range_lock *p = &g->part[i];
+
+		tree->nr_requests--;
+		tree->nr_writers -= !reader;
+		if (tree->leftmost == p)
+			tree->leftmost = itree_next_inorder(p);
+		itree_erase(&tree->root, p);
+	}
+	if (tree->nr_waiting) {
+		itree_foreach(n, tree->root, g->start, g->last) {
+			unsigned before = 0, after;
+
+			if (n == owner || !conflict(reader, is_reader(n)))
+				continue;
+			before = meets(n, owner->start, owner->last) && precedes(owner, n);
+			for (unsigned i = 0; i < g->n; i++)
+				before += meets(n, g->part[i].start, g->part[i].last) &&
+					  precedes(&g->part[i], n);
+			after = precedes(owner, n);
+			if (before < after)
+				rl_die("range_lock_grow", owner, "internal error: a merge "
+				       "found a request that counted nothing");
+			while (before-- > after)
+				put_blocker(tree, n, wl);
+		}
+	}
+	for (unsigned i = 0; i < g->n; i++)
+		g->part[i].rb_parent_flags = 0;
+	rekey(tree, owner, g->start, g->last);
 }
 
 /* ---- the reader fast path's tree side (fast_read.h) ------------------ */
@@ -498,7 +757,7 @@ void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock
 	 * conflict with them.  Later writers still wait for us. */
 	if (tree->nr_waiting) {
 		itree_foreach(n, tree->root, lock->start, lock->last) {
-			if (n->seqnum > lock->seqnum && is_reader(n))
+			if (is_reader(n) && precedes(lock, n))
 				put_blocker(tree, n, &wl);
 		}
 	}

@@ -79,6 +79,60 @@ static inline bool conflict(bool reader_a, bool reader_b)
 	return !(reader_a && reader_b);
 }
 
+/* Seqnums are compared as a signed difference: an overtaker's "smallest
+ * seqnum - 1" may wrap below 0 (the first request of a tree has 0). */
+static inline bool seq_before(uint64_t a, uint64_t b)
+{
+	return (int64_t)(a - b) < 0;
+}
+
+/*
+ * A GROWTH: the part a held request adds to its range while it grows
+ * (range_lock_grow(), grow_enter() in protocol.c).  An internal request on
+ * the growing caller's stack, in the tree only during that call, marked by
+ * this tag in owner_tid (thread ids are below 2^22, RL_SLOT_TAG is bit 31).
+ */
+#define RL_GROWTH_TAG 0x40000000u
+
+static inline bool is_growth(const struct range_lock *lock)
+{
+	return lock->owner_tid == RL_GROWTH_TAG;
+}
+
+/* Under tree_lock: held (granted; for a growth: granted, not yet merged). */
+static inline bool held_now(const struct range_lock *lock)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&lock->wait_word,
+				    memory_order_relaxed) == 0;
+}
+
+/*
+ * PRECEDENCE: under tree_lock, for two requests @q and @r of the tree that
+ * intersect and conflict: does @r count @q (the DESIGN comment's invariant)?
+ * Between ordinary requests the seqnum order; equal seqnums (the requests
+ * of one set, range_lock_many()) never count each other.  A growth waits
+ * for every holder and every request that is not later than its owner, and
+ * every later waiter waits for it (the added part takes the owner's place).
+ * Stable: no pair changes its answer while both are in the tree.
+ */
+static inline bool precedes(const struct range_lock *q, const struct range_lock *r)
+{
+	bool qg = is_growth(q), rg = is_growth(r);
+
+	if (__builtin_expect(!qg && !rg, 1))
+		return seq_before(q->seqnum, r->seqnum);
+	if (rg && !qg)
+		return !seq_before(r->seqnum, q->seqnum) || held_now(q);
+	if (qg && !rg)
+		return seq_before(q->seqnum, r->seqnum) && !held_now(r);
+	if (held_now(q))
+		return true;
+	if (held_now(r))
+		return false;
+	return seq_before(q->seqnum, r->seqnum) ||
+	       (q->seqnum == r->seqnum && (uintptr_t)q < (uintptr_t)r);
+}
+
 /* tree->flags: written only under tree_lock, always with an atomic store
  * (fast readers load them without it); read with relaxed loads. */
 static inline uint32_t tree_flags(const struct range_lock_tree *tree)
@@ -169,6 +223,30 @@ RL_HIDDEN void insert_request(struct range_lock_tree *tree, struct range_lock *l
 /* Take @lock out of the tree and release the later requests that counted it. */
 RL_HIDDEN void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
 			      struct wake_list *wl);
+/* Several requests enter as one arrival (range_lock_many()): true when all
+ * of them are held at once; @try: enter only then. */
+RL_HIDDEN bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
+			  unsigned n, bool try, bool mark);
+/* A held request keeps only [start, last] of its range (a sub-range). */
+RL_HIDDEN void shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
+			      uint64_t start, uint64_t last, struct wake_list *wl);
+
+/* A held request growing: its growths, the added parts (at most two). */
+struct growth {
+	struct range_lock part[2];
+	unsigned n;
+	struct range_lock *owner;
+	uint64_t start, last;  /* the range asked for */
+};
+/* Insert the growths of @g->owner (false: @try and they would wait, nothing
+ * changed).  When none has a blocker, the growth is merged at once. */
+RL_HIDDEN bool grow_enter(struct range_lock_tree *tree, struct growth *g, bool try,
+			  bool mark, struct wake_list *wl);
+/* Every growth granted: the owner takes the whole range. */
+RL_HIDDEN void grow_merge(struct range_lock_tree *tree, struct growth *g,
+			  struct wake_list *wl);
+/* Has every growth of @g been granted (or claimed, if eligible)? */
+RL_HIDDEN bool grow_granted(struct range_lock_tree *tree, struct growth *g);
 /* Stop fast reads and move the published fast readers into the tree. */
 RL_HIDDEN void revoke_fast_readers(struct range_lock_tree *tree);
 /* In the read slow path: allow fast reads again after the delay. */

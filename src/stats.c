@@ -141,6 +141,8 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 		/* A reader taken from its slot knows its slot, not its thread. */
 		if (n->owner_tid & RL_SLOT_TAG)
 			snprintf(who, sizeof(who), "slot=%u", n->owner_tid & ~RL_SLOT_TAG);
+		else if (is_growth(n)) /* units a held request is growing into */
+			snprintf(who, sizeof(who), "growth");
 		else
 			snprintf(who, sizeof(who), "tid=%u", n->owner_tid);
 		fprintf(out, "  [%llu, %llu] %s %s seq=%llu blocking=%u %s%s\n",

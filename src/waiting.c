@@ -91,8 +91,78 @@ static void claim_eligible(struct range_lock_tree *tree, struct range_lock *lock
 	/* Relaxed: the releases that made it eligible happened under
 	 * tree_lock, which we acquired. */
 	atomic_store_explicit(wait_word(lock), 0, memory_order_relaxed);
-	if (tree->stats)
+	if (tree->stats && !is_growth(lock)) /* a growth counts at its merge */
 		stat_granted(tree->stats, is_reader(lock), true);
+}
+
+static void stat_give_up(struct range_lock_stats *st, enum give_up why)
+{
+	if (why == GIVE_UP_SIGNAL)
+		STAT_ADD(st, gave_up_signal, 1);
+	else if (why == GIVE_UP_TIMEOUT)
+		STAT_ADD(st, gave_up_timeout, 1);
+	else
+		STAT_ADD(st, gave_up_cancel, 1);
+}
+
+/*
+ * The give-up path of a call that waits for several requests (a set, the
+ * growths of a grow): all or nothing.  Under one hold of tree_lock: if every
+ * request is granted or eligible (claimed now), the call keeps them all
+ * (signal, timeout: success); otherwise -- and always on cancellation --
+ * every one leaves the tree through remove_request(), held ones released as
+ * by an unlock.  A grow's owner is not among them: it keeps what it held.
+ */
+static bool withdraw_group(struct waiter *w, enum give_up why)
+{
+	struct range_lock_tree *tree = w->tree;
+	struct wake_list wl;
+	struct range_lock_stats *st;
+	bool all = true;
+
+	wl.n = 0;
+	tree_lock(tree);
+	st = tree->stats;
+	for (unsigned i = 0; i < w->n; i++) {
+		uint32_t word = atomic_load_explicit(wait_word(w->items[i].lock),
+						     memory_order_acquire);
+
+		all &= word == 0 || word == ELIGIBLE;
+	}
+	if (why != GIVE_UP_CANCEL && all) {
+		for (unsigned i = 0; i < w->n; i++) {
+			struct range_lock *lock = w->items[i].lock;
+
+			if (atomic_load_explicit(wait_word(lock), memory_order_relaxed))
+				claim_eligible(tree, lock);
+		}
+		tree_unlock(tree);
+		return true;
+	}
+	if (st) {
+		if (w->wait_start_ns)
+			stat_wait_time(st, now_ns() - w->wait_start_ns);
+		stat_give_up(st, why);
+	}
+	for (unsigned i = 0; i < w->n; i++) {
+		struct range_lock *lock = w->items[i].lock;
+		uint32_t word = atomic_load_explicit(wait_word(lock), memory_order_relaxed);
+
+		if (blockers_of(word))
+			tree->nr_waiting--;
+		if (st && !is_growth(lock)) {
+			if (word == 0)
+				STAT_ADD(st, held_now, -1);
+			else
+				STAT_ADD(st, waiting_now, -1);
+		} else if (st && word != 0) {
+			STAT_ADD(st, waiting_now, -1);
+		}
+		remove_request(tree, lock, &wl);
+	}
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+	return false;
 }
 
 /*
@@ -133,12 +203,7 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 		} else {
 			STAT_ADD(st, waiting_now, -1);
 		}
-		if (why == GIVE_UP_SIGNAL)
-			STAT_ADD(st, gave_up_signal, 1);
-		else if (why == GIVE_UP_TIMEOUT)
-			STAT_ADD(st, gave_up_timeout, 1);
-		else
-			STAT_ADD(st, gave_up_cancel, 1);
+		stat_give_up(st, why);
 	}
 	remove_request(tree, lock, &wl);
 	tree_unlock(tree);
@@ -280,7 +345,8 @@ static int wait_loop(struct waiter *w)
 		    w->word == WORD_MARKED;
 	if (!w->marked && w->word < WORD_WAITED) {
 		/* (A longer word waiter's bound runs from its first sleep
-		 * decision: word_wait().) */
+		 * decision: word_wait(); the later requests of a set or a
+		 * grow keep the bound of the first: wait_for_grants().) */
 		clock_gettime(CLOCK_MONOTONIC, &w->handoff);
 		timespec_add_ns(&w->handoff, RL_HANDOFF_NS);
 	}
@@ -341,8 +407,9 @@ static int wait_loop(struct waiter *w)
 		}
 		r = sleep_once(w, word, v);
 		if (r < 0) {
-			if (withdraw_request(w, r == -EINTR ? GIVE_UP_SIGNAL
-							    : GIVE_UP_TIMEOUT))
+			enum give_up why = r == -EINTR ? GIVE_UP_SIGNAL : GIVE_UP_TIMEOUT;
+
+			if (w->items ? withdraw_group(w, why) : withdraw_request(w, why))
 				return 0;
 			return r;
 		}
@@ -358,7 +425,10 @@ static void withdraw_on_cancel(void *arg)
 	struct waiter *w = arg;
 
 	rl_probe_give_up(w->tree, w->lock, w->reader, -ECANCELED);
-	withdraw_request(w, GIVE_UP_CANCEL);
+	if (w->items)
+		withdraw_group(w, GIVE_UP_CANCEL);
+	else
+		withdraw_request(w, GIVE_UP_CANCEL);
 }
 
 /* A cancellation point while it waits: cancelled, the request withdraws. */
@@ -397,3 +467,34 @@ int wait_for_grant(struct waiter *w)
 	return r;
 }
 
+
+int wait_for_grants(struct waiter *w)
+{
+	struct range_lock_stats *st = stats_of(w->tree);
+	int r = 0;
+
+	w->wait_start_ns = st ? now_ns() : 0;
+	for (unsigned i = 0; i < w->n; i++) {
+		w->lock = w->items[i].lock;
+		w->reader = w->items[i].mode == RANGE_LOCK_READ;
+		if (atomic_load_explicit(wait_word(w->lock), memory_order_acquire) == 0) {
+			rl_hb_acquire_last(wait_word(w->lock));
+			continue;
+		}
+		rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
+		r = w->kind == WAIT_KILLABLE ? wait_loop_killable(w) : wait_loop(w);
+		if (r) {
+			/* withdraw_group() took them all out of the tree. */
+			rl_probe_give_up(w->tree, w->lock, w->reader, r);
+			return r;
+		}
+		rl_hb_acquire_last(wait_word(w->lock));
+		rl_probe_wait(wait_end, w->tree, w->lock, w->reader);
+		/* The hand-off bound runs from the call's first wait. */
+		w->word = WORD_WAITED;
+	}
+	/* Every one is held (a give-up that found them all granted kept them). */
+	if (st && w->wait_start_ns)
+		stat_wait_time(st, now_ns() - w->wait_start_ns);
+	return 0;
+}

@@ -47,6 +47,11 @@ struct waiter {
 	struct timespec handoff;  /* CLOCK_MONOTONIC: when to set HANDOFF */
 	bool marked;              /* HANDOFF set, or a FIFO tree: no bound */
 	uint8_t word;             /* WORD_*: did it wait on the lock word first? */
+	/* A call that waits for several requests (a set, or the growths of
+	 * a grow, then @growth is set): they give up together. */
+	const struct range_lock_item *items;
+	unsigned n;
+	struct growth *growth;
 };
 
 /* Only the fields a lock call reads before it waits: the others are set by
@@ -95,5 +100,14 @@ RL_HIDDEN void rl_sooner_user_deadline(const struct waiter *w, struct timespec *
  * wait withdraws the request.
  */
 RL_HIDDEN int wait_for_grant(struct waiter *w);
+
+/*
+ * The same for @w->items (@w->n requests of @w->tree, entered together):
+ * 0 when every one is granted; else they all left the tree (held ones are
+ * released as by an unlock; a growth's owner keeps its range) and -EINTR or
+ * -ETIMEDOUT.  A give-up that finds every one granted or eligible keeps
+ * them all: 0.
+ */
+RL_HIDDEN int wait_for_grants(struct waiter *w);
 
 #endif /* RANGELOCK_WAITING_H */

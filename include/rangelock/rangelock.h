@@ -606,6 +606,202 @@ RANGELOCK_API void range_write_unlock(struct range_lock_tree *tree,
 RANGELOCK_API void range_downgrade_write(struct range_lock_tree *tree,
 					 struct range_lock *lock);
 
+/* ---- several ranges in one arrival ----------------------------------- */
+
+/* The modes of struct range_lock_item. */
+#define RANGE_LOCK_READ  0
+#define RANGE_LOCK_WRITE 1
+
+/**
+ * struct range_lock_item - one request of a set, and its mode.
+ * @lock: a request prepared by range_lock_init() and in no tree.
+ * @mode: RANGE_LOCK_READ or RANGE_LOCK_WRITE (anything else aborts).
+ */
+struct range_lock_item {
+	struct range_lock *lock;
+	int mode;
+};
+
+/**
+ * range_lock_many() - lock several ranges of one tree at once, all or
+ * nothing, without deadlock.
+ * @tree:  the tree.
+ * @items: @n requests, each with its mode; their ranges may overlap.
+ * @n:     how many; 0 locks nothing.
+ *
+ * For work on several places of one resource at once (copying a range of a
+ * file to another offset, moving a record, a transaction over several key
+ * spans).  Locking them one after the other can deadlock: thread A holds x
+ * and waits for y while B holds y and waits for x.  The requests of one call
+ * enter the tree as ONE arrival, in one critical section, all with the same
+ * place in the order; so no cycle can form among such calls, whatever the
+ * order of their items.  The call returns once it holds every one.
+ *
+ * Requests of one call never conflict with each other: two writers of one
+ * call on the same unit both hold it, as do a writer and a reader (one
+ * caller, who knows what it does with its own units).  Each request
+ * conflicts with everyone else's as usual.
+ *
+ * Order: FIFO tree: the set takes its place behind every request that came
+ * before it, on every unit of every range.  Default policy: a set overtakes
+ * waiting requests only as a whole, when each of its ranges could be taken
+ * at once by a lock call; otherwise all of it waits in arrival order.
+ * While it waits, the ranges already free to it may be held (as the kernel
+ * does for one range): other requests wait for them.  A hand-off bound
+ * started at the call's first wait covers all of it.
+ *
+ * Each request is unlocked on its own (range_read_unlock() or
+ * range_write_unlock() by its mode, in any order, from any thread) or all
+ * at once with range_unlock_many().  Never read fast, never in word mode.
+ * On a tree bound to a file the second level is taken for each range (see
+ * range_lock_tree_set_file()), all or nothing as well, without holding one
+ * process's OFD lock while waiting for another's; there the ranges of one
+ * call must not overlap unless both are reads (abort: the kernel has one
+ * owner for all of them).  Aborts, as for single requests, on a NULL tree
+ * or request, a request already in a tree, or one listed twice.
+ */
+RANGELOCK_API void range_lock_many(struct range_lock_tree *tree,
+				   const struct range_lock_item *items, unsigned n);
+/**
+ * range_lock_many_interruptible() - range_lock_many(), but a signal handler
+ * ends the wait.
+ *
+ * Return: 0 when every range is held; -EINTR as
+ * range_read_lock_interruptible(), and then no request of the set is in the
+ * tree (those already held are released).  A call whose ranges are all
+ * granted by the time it looks keeps them: 0.
+ */
+RANGELOCK_API int range_lock_many_interruptible(struct range_lock_tree *tree,
+						const struct range_lock_item *items,
+						unsigned n);
+/**
+ * range_lock_many_killable() - range_lock_many() that is a cancellation
+ * point while it waits (as range_read_lock_killable(): cancelled, it
+ * withdraws every request of the set, held ones included).
+ *
+ * Return: 0.
+ */
+RANGELOCK_API int range_lock_many_killable(struct range_lock_tree *tree,
+					   const struct range_lock_item *items,
+					   unsigned n);
+/**
+ * range_lock_many_timed() - range_lock_many() with an absolute deadline
+ * (@clockid and @abstime as for range_read_timedlock()).
+ *
+ * Return: 0; -ETIMEDOUT (no request of the set left in the tree); -EINVAL
+ * for a bad clock or deadline, checked only when the call would wait.
+ */
+RANGELOCK_API int range_lock_many_timed(struct range_lock_tree *tree,
+					const struct range_lock_item *items, unsigned n,
+					clockid_t clockid, const struct timespec *abstime)
+	RANGELOCK_TIME64_REDIRECT(range_lock_many_timed);
+/**
+ * range_lock_many_try() - lock the set only if that needs no wait (when
+ * range_lock_many() would return without waiting).
+ *
+ * Return: 1 when every range is held, 0 otherwise (nothing is left in the
+ * tree).
+ */
+RANGELOCK_API int range_lock_many_try(struct range_lock_tree *tree,
+				      const struct range_lock_item *items, unsigned n);
+/**
+ * range_unlock_many() - unlock @n held requests of @tree, each by its mode
+ * (any held requests: of one set or not).  Aborts as the unlock calls do.
+ */
+RANGELOCK_API void range_unlock_many(struct range_lock_tree *tree,
+				     const struct range_lock_item *items, unsigned n);
+
+/* ---- changing a held range ------------------------------------------- */
+
+/**
+ * range_lock_shrink() - keep only [start, last] of a held range.
+ * @tree:  the tree.
+ * @lock:  a request held in @tree (either mode).
+ * @start: first unit kept; @lock->start <= @start.
+ * @last:  last unit kept; @start <= @last <= @lock->last.
+ *
+ * Never waits.  The units given up are free at once: the requests that
+ * waited only for them are released, exactly as if @lock had been
+ * unlocked for them (those that still intersect [start, last] keep waiting).
+ * The request keeps its mode and its place in the order.  (OpenZFS's
+ * zfs_rangelock_reduce(): a writer in append mode locks to the end of the
+ * file, then reduces the lock to what it wrote.)  On a tree bound to a
+ * file the OFD locks of the units given up are released first.
+ *
+ * Return: 0; -EINVAL if [start, last] is not a non-empty sub-range of what
+ * @lock holds (nothing changed).  Aborts if @lock is not held in @tree.
+ */
+RANGELOCK_API int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
+				    uint64_t start, uint64_t last);
+
+/**
+ * range_lock_grow() - extend a held range to [start, last], holding what it
+ * held all the while.
+ * @tree:  the tree.
+ * @lock:  a request held in @tree (either mode).
+ * @start: first unit; @start <= @lock->start.
+ * @last:  last unit; @last >= @lock->last.
+ *
+ * Waits only for conflicts on the units added.  Unlike an unlock and a new
+ * lock, nobody gets in between: the request holds its old range throughout.
+ * The units added take the request's place in the order (both policies):
+ * they wait for every current holder and for every request that came before
+ * this one first entered; every request that came later and still waits
+ * there waits for them -- even one past the hand-off bound (a holder that
+ * keeps growing keeps it out, as a holder that never unlocks does).  A
+ * reader that grows reads fast no more (it goes through the tree, as every
+ * call here).  On a tree bound to a file the added units take their OFD
+ * lock after the local grant (waiting for other processes as a lock call
+ * does); if that gives up, the request is shrunk back.
+ *
+ * Deadlocks the caller can make: growing into a range that another thread
+ * holds while it waits for this request (in a lock call, a set or its own
+ * grow: two holders growing into each other), or into a conflicting range
+ * the caller holds itself through another request (a set's sibling too):
+ * it waits for itself.  Use the _try or _timed call there.
+ *
+ * Return: 0 when [start, last] is held; -EINVAL if it is not a super-range
+ * of what @lock holds, or does not fit off_t on a bound tree (nothing
+ * changed).  Aborts if @lock is not held in @tree.
+ */
+RANGELOCK_API int range_lock_grow(struct range_lock_tree *tree, struct range_lock *lock,
+				  uint64_t start, uint64_t last);
+/**
+ * range_lock_grow_interruptible() - range_lock_grow(), but a signal handler
+ * ends the wait: -EINTR, and the request is left exactly as before the
+ * call (its old range held, its place kept).
+ */
+RANGELOCK_API int range_lock_grow_interruptible(struct range_lock_tree *tree,
+						struct range_lock *lock,
+						uint64_t start, uint64_t last);
+/**
+ * range_lock_grow_killable() - range_lock_grow() that is a cancellation
+ * point while it waits; cancelled, it leaves the request as before the call
+ * (still held: unlock it in a cleanup handler).
+ */
+RANGELOCK_API int range_lock_grow_killable(struct range_lock_tree *tree,
+					   struct range_lock *lock,
+					   uint64_t start, uint64_t last);
+/**
+ * range_lock_grow_timed() - range_lock_grow() with an absolute deadline:
+ * -ETIMEDOUT leaves the request as before the call; -EINVAL for a bad clock
+ * or deadline, checked only when the call would wait.
+ */
+RANGELOCK_API int range_lock_grow_timed(struct range_lock_tree *tree,
+					struct range_lock *lock, uint64_t start,
+					uint64_t last, clockid_t clockid,
+					const struct timespec *abstime)
+	RANGELOCK_TIME64_REDIRECT(range_lock_grow_timed);
+/**
+ * range_lock_grow_try() - grow only if that needs no wait.
+ *
+ * Return: 1 when grown, 0 otherwise (nothing changed), -EINVAL as
+ * range_lock_grow().
+ */
+RANGELOCK_API int range_lock_grow_try(struct range_lock_tree *tree,
+				      struct range_lock *lock,
+				      uint64_t start, uint64_t last);
+
 /*
  * Lock-order annotations (the kernel's lockdep names).  @subclass tells the
  * checking mode (see "Debugging" in the README, and docs/debugging.md)
