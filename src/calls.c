@@ -1142,8 +1142,6 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 		wl.n = 0;
 		tree_lock(tree);
 		st = tree->stats;
-		if (st)
-			STAT_ADD(st, waiting_now, -(int64_t)waiting);
 		grow_merge(tree, &g, &wl);
 	}
 	if (st) {

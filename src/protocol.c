@@ -217,6 +217,16 @@ void rl_die(const char *call, const struct range_lock *lock, const char *why)
 
 /* ---- statistics: a grant (stats.h has the counters, stats.c the rest) -- */
 
+/* A waiter's grant: a growth only stops waiting (its grow counts one
+ * acquisition when it merges; its owner was counted as held already). */
+void stat_granted_or_grown(struct range_lock_stats *st, const struct range_lock *lock)
+{
+	if (is_growth(lock))
+		STAT_ADD(st, waiting_now, -1);
+	else
+		stat_granted(st, is_reader(lock), true);
+}
+
 void stat_granted(struct range_lock_stats *st, bool reader, bool waited)
 {
 	if (reader)
@@ -274,8 +284,8 @@ static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *
 		return;
 	}
 	tree->nr_waiting--;
-	if (tree->stats && !is_growth(waiter)) /* a growth counts at its merge */
-		stat_granted(tree->stats, is_reader(waiter), true);
+	if (tree->stats)
+		stat_granted_or_grown(tree->stats, waiter);
 	if (old & SLEEPING)
 		wake_list_add(wl, word);
 }

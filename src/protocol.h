@@ -202,6 +202,8 @@ static inline void wake_list_flush(struct wake_list *wl)
 /* A request is granted (under tree_lock, statistics on): count the
  * acquisition and the hold. */
 RL_HIDDEN void stat_granted(struct range_lock_stats *st, bool reader, bool waited);
+/* The same for a waiter granted (or claiming): a growth only stops waiting. */
+RL_HIDDEN void stat_granted_or_grown(struct range_lock_stats *st, const struct range_lock *lock);
 
 /* What a request entering the tree finds on its range. */
 struct entry_scan {

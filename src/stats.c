@@ -30,7 +30,7 @@ static void stats_recount(struct range_lock_tree *tree, struct range_lock_stats 
 		if (atomic_load_explicit(wait_word((struct range_lock *)n),
 					 memory_order_relaxed) != 0)
 			waiting++;
-		else
+		else if (!is_growth(n)) /* a granted growth: its owner is held */
 			held++;
 	}
 	__atomic_store_n(&st->held_now, held, __ATOMIC_RELAXED);

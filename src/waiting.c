@@ -91,8 +91,8 @@ static void claim_eligible(struct range_lock_tree *tree, struct range_lock *lock
 	/* Relaxed: the releases that made it eligible happened under
 	 * tree_lock, which we acquired. */
 	atomic_store_explicit(wait_word(lock), 0, memory_order_relaxed);
-	if (tree->stats && !is_growth(lock)) /* a growth counts at its merge */
-		stat_granted(tree->stats, is_reader(lock), true);
+	if (tree->stats)
+		stat_granted_or_grown(tree->stats, lock);
 }
 
 static void stat_give_up(struct range_lock_stats *st, enum give_up why)
@@ -150,14 +150,12 @@ static bool withdraw_group(struct waiter *w, enum give_up why)
 
 		if (blockers_of(word))
 			tree->nr_waiting--;
-		if (st && !is_growth(lock)) {
-			if (word == 0)
-				STAT_ADD(st, held_now, -1);
-			else
-				STAT_ADD(st, waiting_now, -1);
-		} else if (st && word != 0) {
+		/* (A growth granted stopped waiting at its grant, and its
+		 * owner's hold stays.) */
+		if (st && word != 0)
 			STAT_ADD(st, waiting_now, -1);
-		}
+		else if (st && !is_growth(lock))
+			STAT_ADD(st, held_now, -1);
 		remove_request(tree, lock, &wl);
 	}
 	tree_unlock(tree);
