@@ -31,7 +31,9 @@
  *                    Q and R conflict }                      (the invariant)
  *
  * true whenever tree_lock is free (checked in RANGELOCK_CHECKS builds, and
- * model-checked in tests/model/).  A held request has blocking 0, so two
+ * model-checked in tests/model/).  Exactly: "Q.seqnum < R.seqnum" is
+ * precedes(Q, R) (protocol.h), which is that order between ordinary
+ * requests and says how GROWTHS fit in (below).  A held request has blocking 0, so two
  * held requests never conflict (of two intersecting conflicting requests the
  * one with the higher seqnum counts the other).  Leaving the tree (unlock,
  * or giving up while waiting) walks the intersecting requests and takes one
@@ -55,6 +57,34 @@
  *    marked; a sleeping one is made ELIGIBLE and woken, and claims its range
  *    under tree_lock unless a running thread overtook it meanwhile.
  * trylock succeeds exactly when a lock call would hold at once.
+ *
+ * SEVERAL RANGES, GROWING AND SHRINKING
+ * =====================================
+ *  - A set (range_lock_many()) enters in one critical section, every
+ *    member scanned before any is inserted, all at ONE seqnum: equal
+ *    seqnums never precede each other, so siblings never count each other
+ *    (they may overlap in any modes).  It overtakes only as a whole (every
+ *    member could), else all of it takes the next seqnum.  A set partly
+ *    held waits only for requests before its one seqnum: no cycle among
+ *    set calls (docs/design.md has the argument; tests/model/multirange.pml
+ *    checks it).
+ *  - Shrink keeps the seqnum; the requests that counted the request and no
+ *    longer intersect it lose that blocker (shrink_request()).
+ *  - Grow inserts the added parts (at most two, disjoint from the owner's
+ *    range) as GROWTHS: internal requests with the owner's mode and
+ *    seqnum, tagged in owner_tid.  precedes(): a growth counts every holder
+ *    and every request not later than its owner; every later waiter counts
+ *    it (grow_enter() adds that blocker, as an overtaker does).  No pair
+ *    changes its answer while both are in the tree: a request that counts
+ *    another cannot be granted while that one is there, and a holder stays
+ *    held until it leaves.  When all growths are granted, grow_merge()
+ *    takes them out and gives the owner the whole range, taking off the
+ *    blockers counted twice (owner and growth); a give-up removes them
+ *    through remove_request() like any waiter.
+ *  - Release walks (unlock, give-up, downgrade, shrink) put a blocker on
+ *    each request R that counted the leaver: precedes(leaver, R).
+ *  - Seqnums compare as signed differences (seq_before()): overtaking's
+ *    "smallest - 1" may wrap below 0.
  *
  * THE READER FAST PATH (fast_read.h has the protocol)
  * ===================================================
@@ -123,7 +153,12 @@
  *                                            or RL_SLOT_TAG | slot for a fast
  *                                            read (kept when materialised, so
  *                                            that the unlock finds the slot);
- *                                            reset to 0 by that read's unlock.
+ *                                            reset to 0 by that read's unlock;
+ *                                            RL_GROWTH_TAG for a growth (by
+ *                                            the grower, under tree_lock).
+ *   node->start, last of a held request:    by its user only, under tree_lock
+ *                                            (shrink, grow: the node is
+ *                                            re-keyed in the tree).
  *   A fast-held request's fields:           by its thread before it
  *                                            publishes; then by nobody until
  *                                            a revoker wins its slot, which
