@@ -237,6 +237,31 @@ public:
 		mode_ = mode::read;
 	}
 
+	/// Extend the held range to [start, last], holding the old one all the
+	/// while (range_lock_grow(): waits for conflicts on the added units
+	/// only); aborts unless held and [start, last] contains the range.
+	void grow(std::uint64_t start, std::uint64_t last) noexcept
+	{
+		if (range_lock_grow(tree_, &lock_, start, last) != 0)
+			detail::die("rangelock::range::grow", "not a super-range");
+	}
+	/// grow() only if that needs no wait (range_lock_grow_try()).
+	bool try_grow(std::uint64_t start, std::uint64_t last) noexcept
+	{
+		const int r = range_lock_grow_try(tree_, &lock_, start, last);
+
+		if (r < 0)
+			detail::die("rangelock::range::try_grow", "not a super-range");
+		return r == 1;
+	}
+	/// Keep only [start, last] of the held range (range_lock_shrink():
+	/// never waits); aborts unless held and it is a sub-range.
+	void shrink(std::uint64_t start, std::uint64_t last) noexcept
+	{
+		if (range_lock_shrink(tree_, &lock_, start, last) != 0)
+			detail::die("rangelock::range::shrink", "not a sub-range");
+	}
+
 	std::uint64_t start() const noexcept { return lock_.start; }
 	std::uint64_t last() const noexcept { return lock_.last; }
 	/// For the C calls without a C++ form (_interruptible, _killable,

@@ -236,6 +236,31 @@ static void test_downgrade()
 	CHECK(write_free(t, 0, 9));
 }
 
+// grow() and shrink() keep the hold; try_grow() fails on a conflict in the
+// added units only.
+static void test_grow_shrink()
+{
+	rangelock::tree t;
+	range r(t, 10, 19);
+	write_hold w(r);
+	r.shrink(12, 15);
+	CHECK(r.start() == 12 && r.last() == 15);
+	CHECK(write_free(t, 10, 11) && write_free(t, 16, 19));
+	CHECK(!write_free(t, 12, 15));
+	range other(t, 20, 20);
+	other.lock();
+	CHECK(!r.try_grow(10, 20)); // [20, 20] is held by another request
+	CHECK(r.start() == 12 && r.last() == 15);
+	r.grow(10, 19);
+	CHECK(r.start() == 10 && r.last() == 19);
+	CHECK(!write_free(t, 10, 11) && write_free(t, 21, 30));
+	other.unlock();
+	CHECK(r.try_grow(0, 20));
+	CHECK(!write_free(t, 20, 20));
+	w.unlock();
+	CHECK(write_free(t, 0, 20));
+}
+
 // ---- timed forms ------------------------------------------------------------
 
 static void test_timed()
@@ -391,6 +416,7 @@ int main()
 	test_std_lock_opposite_orders();
 	test_holds_move();
 	test_downgrade();
+	test_grow_shrink();
 	test_timed();
 	test_exclusion_stress();
 	test_misuse();
