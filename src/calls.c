@@ -814,7 +814,8 @@ static int file_acquire_many(const char *call, struct range_lock_tree *tree,
 		}
 		if (busy == n)
 			return 0;
-		for (unsigned i = 0; i < busy || i == first; i++) {
+		/* Taken: items[first] and those tried before the busy one. */
+		for (unsigned i = 0; i < n; i++) {
 			l = items[i].lock;
 			if (i == first || i < busy)
 				rl_file_unlock(f, l->start, l->last,
