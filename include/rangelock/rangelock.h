@@ -648,7 +648,10 @@ struct range_lock_item {
  * at once by a lock call; otherwise all of it waits in arrival order.
  * While it waits, the ranges already free to it may be held (as the kernel
  * does for one range): other requests wait for them.  A hand-off bound
- * started at the call's first wait covers all of it.
+ * started at the call's first wait covers all of it.  "Without deadlock"
+ * is among set calls and single lock calls of threads that hold nothing
+ * else on the tree; a thread that grows a held range into a range of the
+ * set can still deadlock with it (see range_lock_grow()).
  *
  * Each request is unlocked on its own (range_read_unlock() or
  * range_write_unlock() by its mode, in any order, from any thread) or all
@@ -754,11 +757,18 @@ RANGELOCK_API int range_lock_shrink(struct range_lock_tree *tree, struct range_l
  * lock after the local grant (waiting for other processes as a lock call
  * does); if that gives up, the request is shrunk back.
  *
- * Deadlocks the caller can make: growing into a range that another thread
- * holds while it waits for this request (in a lock call, a set or its own
- * grow: two holders growing into each other), or into a conflicting range
- * the caller holds itself through another request (a set's sibling too):
- * it waits for itself.  Use the _try or _timed call there.
+ * Deadlocks the caller can make, as with any lock taken while holding
+ * another: the grow waits for every holder of the added units and goes
+ * ahead of every later waiter there, so it deadlocks with a thread that
+ * holds some of the added units while it waits for a range there or for
+ * this request -- whatever it waited for before the grow: two holders
+ * growing into each other; a set partly held (range_lock_many() holds the
+ * ranges free to it while it waits for the others) whose waiting range is
+ * among the added units; a thread holding one range and locking another.
+ * And growing into a conflicting range the caller holds itself through
+ * another request (a set's sibling too) waits for itself.  Where another
+ * thread may hold part of the added units while it waits, use the _try or
+ * _timed call (or unlock and lock the larger range).
  *
  * Return: 0 when [start, last] is held; -EINVAL if it is not a super-range
  * of what @lock holds, or does not fit off_t on a bound tree (nothing
