@@ -6,7 +6,7 @@
  * --targets=many).  The loop is in loop(): count it alone with
  *
  *   valgrind --tool=callgrind --toggle-collect=loop \
- *       build/bench/rangelock-many-loop MODE N
+ *       build/bench/rangelock-many-loop MODE N [TREE]
  *
  * and divide the "Collected" Ir by N + N / 10 + 1 (loop() runs a warm-up
  * of N / 10 + 1 too) (see docs/benchmarks.md, "Results:
@@ -21,6 +21,9 @@
  *              the first one again (the baseline of grow-w: two changes)
  *   grow-r, relock-r            the same for a reader
  *   one-w, one-r               1 single lock + unlock (for scale)
+ * TREE: default (the default policy), fifo (range_lock_tree_set_fifo), or
+ * nofast (default policy, range_lock_tree_set_fast_read(tree, 0): every
+ * read through the tree).
  */
 #include <rangelock/rangelock.h>
 #include <stdio.h>
@@ -96,6 +99,7 @@ int main(int argc, char **argv)
 {
 	static const char *const names[] = { "many", "many1", "single", "grow", "relock", "one" };
 	const char *arg = argc > 1 ? argv[1] : "many-w";
+	const char *kind = argc > 3 ? argv[3] : "default";
 	long n = argc > 2 ? atol(argv[2]) : 100000;
 	size_t len = strlen(arg);
 	enum mode m = ONE;
@@ -116,6 +120,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	range_lock_tree_init(&tree);
+	if (!strcmp(kind, "fifo")) {
+		if (range_lock_tree_set_fifo(&tree, 1))
+			return 2;
+	} else if (!strcmp(kind, "nofast")) {
+		if (range_lock_tree_set_fast_read(&tree, 0))
+			return 2;
+	} else if (strcmp(kind, "default")) {
+		fprintf(stderr, "rangelock-many-loop: TREE is default, fifo or nofast\n");
+		return 2;
+	}
 	if (m == RELOCK) {
 		range_lock_init(&a, 0, 99);
 		range_lock_init(&b, 0, 100);
