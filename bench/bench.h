@@ -15,6 +15,7 @@
  *   bench_targets.c     --targets: the performance issues' scenarios
  *   bench_targets13.c   --targets=13: issue 13's (reader fast path) scenarios
  *   bench_targets_word.c --targets=word: colliding full-range calls (word mode)
+ *   bench_targets_many.c --targets=many: several ranges in one call, grow/shrink
  *   bench_sweeps.c      the opt-in sweeps read-scaling and write-ratio
  *
  * Adding a scenario: write bench_<name>.c defining a
@@ -322,6 +323,7 @@ struct options {
 	int nwrite_every;
 	bool targets_word;       /* --targets=word (--targets=all: too) */
 	int futex_reps;          /* futex-counted runs per lock and scenario */
+	bool targets_many;       /* --targets=many (--targets=all: too) */
 };
 
 extern struct options opt;
@@ -619,5 +621,10 @@ void write_json_targets13(FILE *f);
 
 /* Its rows are target rows (table "word"): write_json_targets() writes them. */
 void run_targets_word(FILE *out);
+
+/* ---- --targets=many (bench_targets_many.c) ----------------------------- */
+
+/* Its rows are target rows (table "many"): write_json_targets() writes them. */
+void run_targets_many(FILE *out);
 
 #endif /* RANGELOCK_BENCH_H */

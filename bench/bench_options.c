@@ -34,7 +34,10 @@ static void usage(FILE *f)
 "  --targets=word       colliding full-range lock calls (word mode): vs\n"
 "                       pthread_rwlock / pthread_mutex, with futex calls and\n"
 "                       context switches per critical section;\n"
-"                       --targets=all runs all three\n"
+"  --targets=many       several ranges in one call (range_lock_many) vs two\n"
+"                       single lock calls, grow/shrink vs unlock + relock,\n"
+"                       uncontended; contended sets vs sorted single calls;\n"
+"                       --targets=all runs all four\n"
 "  --futex-reps N       --targets=word: extra untimed runs per lock that\n"
 "                       count futex calls (default 3, --quick 1; 0: none)\n"
 "  --reps N             repetitions per measurement (default 5; --targets 15)\n"
@@ -242,9 +245,12 @@ void parse_options(int argc, char **argv)
 				opt.targets13 = true;
 			if (optarg && (!strcmp(optarg, "word") || !strcmp(optarg, "all")))
 				opt.targets_word = true;
-			if (!opt.targets && !opt.targets13 && !opt.targets_word) {
+			if (optarg && (!strcmp(optarg, "many") || !strcmp(optarg, "all")))
+				opt.targets_many = true;
+			if (!opt.targets && !opt.targets13 && !opt.targets_word &&
+			    !opt.targets_many) {
 				fprintf(stderr, "rangelock-bench: --targets takes no value, "
-					"=fast-read, =word or =all\n");
+					"=fast-read, =word, =many or =all\n");
 				exit(2);
 			}
 			break;
@@ -294,7 +300,7 @@ void parse_options(int argc, char **argv)
 	}
 
 	/* Defaults, then --quick, then explicit options. */
-	any_targets = opt.targets || opt.targets13 || opt.targets_word;
+	any_targets = opt.targets || opt.targets13 || opt.targets_word || opt.targets_many;
 	opt.reps = any_targets ? 15 : 5;
 	opt.duration_ms = any_targets ? 250 : 200;
 	opt.futex_reps = opt.quick ? 1 : 3;

@@ -18,7 +18,9 @@
 #            writers, 1 us in + 1 us out; full range), run through the plain
 #            throughput section, which both builds have: the default
 #            policy's gain, and the FIFO tree's "no worse than today";
-#   all      both (the default).
+#   many     the --targets=many table (a set of ranges in one call against
+#            single calls, grow/shrink, one contended case);
+#   all      the three (the default).
 #
 # Method: --rounds rounds; in each, every invocation of the set runs once on
 # each binary (base first in odd rounds, new first in even ones), with
@@ -33,7 +35,7 @@
 # after is printed.
 #
 # Options:
-#   --set targets|word|all   (default all)
+#   --set targets|word|many|all   (default all)
 #   --rounds N               (default 3)
 #   --reps N                 repetitions per invocation (default 5)
 #   --duration-ms N          length of one run (default: the program's;
@@ -67,7 +69,7 @@ base=$1 new=$2
 for b in "$base" "$new"; do
 	[ -x "$b" ] || { echo "compare.sh: $b: not an executable" >&2; exit 2; }
 done
-case $set_name in targets|word|all) ;; *) usage ;; esac
+case $set_name in targets|word|many|all) ;; *) usage ;; esac
 
 if [ -n "$keep" ]; then
 	mkdir -p "$keep"
@@ -83,11 +85,14 @@ wdur=${dur:-250}
 
 # One invocation a line: "name|arguments".
 invocations() {
-	if [ "$set_name" != word ]; then
+	if [ "$set_name" = targets ] || [ "$set_name" = all ]; then
 		echo "targets|--targets${dur:+ --duration-ms $dur}"
 		echo "targets13|--targets=13${dur:+ --duration-ms $dur}"
 	fi
-	if [ "$set_name" != targets ]; then
+	if [ "$set_name" = many ] || [ "$set_name" = all ]; then
+		echo "many|--targets=many${dur:+ --duration-ms $dur}"
+	fi
+	if [ "$set_name" = word ] || [ "$set_name" = all ]; then
 		w="--sections throughput --ranges full --locks range,mutex --duration-ms $wdur"
 		echo "word-empty|$w --workloads write --threads 2 --work-in-ns 0 --work-out-ns 0"
 		echo "word-writers|$w --workloads write --threads $t2,$t4 --work-in-ns 1000 --work-out-ns 1000"

@@ -30,7 +30,8 @@
  *
  * --targets runs the scenarios of the performance issues and prints whether
  * each target is met (--targets=13: issue 13's, the reader fast path;
- * --targets=word: colliding full-range calls, word mode).
+ * --targets=word: colliding full-range calls, word mode; --targets=many:
+ * several ranges in one call and grow/shrink against single calls).
  * The sections read-scaling and write-ratio (issue 13's sweeps) run only
  * when --sections names them.  Nothing is hard-coded: every number printed is
  * measured in this run.
@@ -103,7 +104,7 @@ int main(int argc, char **argv)
 	if (opt.json && !strcmp(opt.json_path, "-"))
 		table = NULL;
 
-	if (opt.targets || opt.targets13 || opt.targets_word) {
+	if (opt.targets || opt.targets13 || opt.targets_word || opt.targets_many) {
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *mem = open_memstream(&buf, &len);
@@ -118,6 +119,8 @@ int main(int argc, char **argv)
 			run_targets13(mem);
 		if (opt.targets_word)
 			run_targets_word(mem);
+		if (opt.targets_many)
+			run_targets_many(mem);
 		fclose(mem);
 		read_load(load_after);
 		if (table) {
