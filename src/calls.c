@@ -1118,6 +1118,10 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 	} else {
 		unsigned waiting = 0;
 
+		if (w->kind != WAIT_TIMED) { /* the parts, as grow_enter() set them */
+			for (unsigned i = 0; i < g.n; i++)
+				rl_check_self_deadlock(tree, &g.part[i], reader, call);
+		}
 		grow_enter(tree, &g, false, w->kind == WAIT_INTERRUPTIBLE, &wl);
 		for (unsigned i = 0; i < g.n; i++) {
 			parts[i].lock = &g.part[i];

@@ -273,7 +273,9 @@ void rl_check_self_deadlock(const struct range_lock_tree *tree,
 			continue;
 		direct = h->last >= lock->start && h->start <= lock->last &&
 			 conflicting(reader, is_reader(h->lock));
-		w = direct ? NULL : waiter_between(tree, lock, reader, h);
+		/* A growth goes ahead of the waiters behind its owner: only
+		 * a direct conflict makes it wait for its own thread. */
+		w = direct || is_growth(lock) ? NULL : waiter_between(tree, lock, reader, h);
 		if (!direct && !w)
 			continue;
 		fprintf(stderr, "librangelock: self-deadlock: thread %u calls %s on "

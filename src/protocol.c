@@ -650,22 +650,6 @@ bool grow_enter(struct range_lock_tree *tree, struct growth *g, bool try, bool m
 	return true;
 }
 
-/* Under tree_lock: is every growth granted?  An ELIGIBLE one claims (POLICY
- * rule 5), for a giving-up grower whose range turned out free. */
-bool grow_granted(struct range_lock_tree *tree, struct growth *g)
-{
-	(void)tree;
-	for (unsigned i = 0; i < g->n; i++) {
-		uint32_t w = atomic_load_explicit(wait_word(&g->part[i]), memory_order_acquire);
-
-		if (w != 0 && w != ELIGIBLE)
-			return false;
-	}
-	for (unsigned i = 0; i < g->n; i++)
-		atomic_store_explicit(wait_word(&g->part[i]), 0, memory_order_relaxed);
-	return true;
-}
-
 /*
  * Every growth is granted: the owner takes the whole range, at its own
  * seqnum.  A request that counted the owner and a growth, or two growths,

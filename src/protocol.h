@@ -247,8 +247,6 @@ RL_HIDDEN bool grow_enter(struct range_lock_tree *tree, struct growth *g, bool t
 /* Every growth granted: the owner takes the whole range. */
 RL_HIDDEN void grow_merge(struct range_lock_tree *tree, struct growth *g,
 			  struct wake_list *wl);
-/* Has every growth of @g been granted (or claimed, if eligible)? */
-RL_HIDDEN bool grow_granted(struct range_lock_tree *tree, struct growth *g);
 /* Stop fast reads and move the published fast readers into the tree. */
 RL_HIDDEN void revoke_fast_readers(struct range_lock_tree *tree);
 /* In the read slow path: allow fast reads again after the delay. */
