@@ -732,7 +732,8 @@ RANGELOCK_API void range_unlock_many(struct range_lock_tree *tree,
  * file the OFD locks of the units given up are released first.
  *
  * Return: 0; -EINVAL if [start, last] is not a non-empty sub-range of what
- * @lock holds (nothing changed).  Aborts if @lock is not held in @tree.
+ * @lock holds, or does not fit off_t on a bound tree (nothing changed).
+ * Aborts if @lock is not held in @tree.
  */
 RANGELOCK_API int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 				    uint64_t start, uint64_t last);
