@@ -727,8 +727,9 @@ RANGELOCK_API void range_unlock_many(struct range_lock_tree *tree,
  * waited only for them are released, exactly as if @lock had been
  * unlocked for them (those that still intersect [start, last] keep waiting).
  * The request keeps its mode and its place in the order.  (OpenZFS's
- * zfs_rangelock_reduce(): a writer in append mode locks to the end of the
- * file, then reduces the lock to what it wrote.)  On a tree bound to a
+ * zfs_rangelock_reduce(): a write that must grow the file's block size
+ * locks the whole file, then reduces the lock to the range it writes.)
+ * On a tree bound to a
  * file the OFD locks of the units given up are released first.
  *
  * Return: 0; -EINVAL if [start, last] is not a non-empty sub-range of what
