@@ -729,8 +729,8 @@ RANGELOCK_API void range_unlock_many(struct range_lock_tree *tree,
  * The request keeps its mode and its place in the order.  (OpenZFS's
  * zfs_rangelock_reduce(): a write that must grow the file's block size
  * locks the whole file, then reduces the lock to the range it writes.)
- * On a tree bound to a
- * file the OFD locks of the units given up are released first.
+ * On a tree bound to a file the OFD locks of the units given up are
+ * released first.
  *
  * Return: 0; -EINVAL if [start, last] is not a non-empty sub-range of what
  * @lock holds, or does not fit off_t on a bound tree (nothing changed).
