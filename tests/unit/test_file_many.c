@@ -81,11 +81,15 @@ static int ofd(int fd, short type, off_t start, off_t last)
 
 static void bind(struct range_lock_tree *t)
 {
-	/* Statistics for assert_clean(); freed with the process. */
-	struct range_lock_stats *st = calloc(1, sizeof(*st));
+	/* Statistics for assert_clean(): a few trees live at once at most,
+	 * each destroyed before its slot comes round again. */
+	static struct range_lock_stats pool[8];
+	static unsigned next;
+	struct range_lock_stats *st = &pool[next++ % 8];
 
+	memset(st, 0, sizeof(*st));
 	range_lock_tree_init(t);
-	if (!st || range_lock_tree_set_file(t, file_fd) ||
+	if (range_lock_tree_set_file(t, file_fd) ||
 	    range_lock_tree_enable_stats(t, st))
 		broken("range_lock_tree_set_file");
 }
