@@ -780,30 +780,31 @@ static void unlock_many_on_cancel(void *arg)
 }
 
 /*
- * The second level of a set, all or nothing, never holding one OFD lock
- * while waiting for another (two processes taking sets in opposite orders
- * would deadlock there, and the kernel would not tell): wait for one range
- * (the call's way of waiting), try the others; if one is busy, let go of
- * the second level again and wait for that one first.
+ * The OFD locks of @n ranges (@items: each request's range, by its mode),
+ * all or nothing, never holding one while waiting for another (two
+ * processes taking sets in opposite orders would deadlock there, and the
+ * kernel would not tell): wait for one range (the call's way of waiting),
+ * try the others; if one is busy, let go of every range taken and wait for
+ * that one first.  While it waits it holds no other range of @items at
+ * this level, so a cancellation there (KILLABLE) needs only
+ * @on_cancel(@arg), the caller's local undo.  Returns 0, or the wait's
+ * error (-EAGAIN for TRY) with nothing of @items left at this level.
  */
-static int file_acquire_many(const char *call, struct range_lock_tree *tree,
-			     const struct range_lock_item *items, unsigned n,
-			     struct waiter *w, enum rl_file_wait kind)
+static int file_take_all(struct range_lock_file *f, const struct range_lock_item *items,
+			 unsigned n, struct waiter *w, enum rl_file_wait kind,
+			 void (*on_cancel)(void *), void *arg)
 {
-	struct range_lock_file *f = file_of(tree);
-	struct many_hold h = { tree, items, n };
 	unsigned first = 0, busy;
 	int r;
 
-	(void)call;
 	for (;;) {
 		const struct range_lock *l = items[first].lock;
 
 		r = rl_file_lock(f, l->start, l->last, items[first].mode == RANGE_LOCK_READ,
 				 kind, w ? w->clockid : 0, w ? w->abstime : NULL,
-				 unlock_many_on_cancel, &h);
+				 on_cancel, arg);
 		if (r)
-			break;
+			return r;
 		busy = n;
 		for (unsigned i = 0; i < n && busy == n; i++) {
 			l = items[i].lock;
@@ -814,19 +815,31 @@ static int file_acquire_many(const char *call, struct range_lock_tree *tree,
 		}
 		if (busy == n)
 			return 0;
-		/* Taken: items[first] and those tried before the busy one. */
+		/* Taken: @first, and every i < busy (@first may be above busy). */
 		for (unsigned i = 0; i < n; i++) {
 			l = items[i].lock;
 			if (i == first || i < busy)
 				rl_file_unlock(f, l->start, l->last,
 					       items[i].mode == RANGE_LOCK_READ);
 		}
-		r = -EBUSY;
 		if (kind == RL_FILE_TRY)
-			break;
+			return -EAGAIN;
 		first = busy;
 	}
-	unlock_many_local(tree, items, n);
+}
+
+/* The second level of a set; gives up by unlocking the set locally. */
+static int file_acquire_many(const char *call, struct range_lock_tree *tree,
+			     const struct range_lock_item *items, unsigned n,
+			     struct waiter *w, enum rl_file_wait kind)
+{
+	struct many_hold h = { tree, items, n };
+	int r;
+
+	(void)call;
+	r = file_take_all(file_of(tree), items, n, w, kind, unlock_many_on_cancel, &h);
+	if (r)
+		unlock_many_local(tree, items, n);
 	return r;
 }
 
@@ -976,18 +989,21 @@ int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 	reader = held_in_tree("range_lock_shrink", tree, lock);
 	a = lock->start;
 	b = lock->last;
-	if (start > last || start < a || last > b) {
+	f = file_of(tree);
+	if (start > last || start < a || last > b ||
+	    (f && !rl_file_range_ok(start, last))) {
 		tree_unlock(tree);
 		return -EINVAL;
 	}
-	f = file_of(tree);
 	if (f) {
 		/* The OFD level first, as unlock does, outside tree_lock; only
-		 * this request's user changes its range. */
+		 * this request's user changes its range.  Bytes above
+		 * INT64_MAX are none there ([x, RANGE_LOCK_FULL] is
+		 * [x, INT64_MAX]). */
 		tree_unlock(tree);
 		if (a < start)
 			rl_file_unlock(f, a, start - 1, reader);
-		if (last < b)
+		if (last < b && last < (uint64_t)INT64_MAX)
 			rl_file_unlock(f, last + 1, b, reader);
 		tree_lock(tree);
 	}
@@ -1002,17 +1018,14 @@ struct grow_hold {
 	struct range_lock_tree *tree;
 	struct range_lock *lock;
 	uint64_t start, last;      /* the range before the call */
-	uint64_t taken_start, taken_last; /* a part held at the OFD level */
-	bool taken;
 };
 
+/* Back to the range before the call, at the local level (nothing of the
+ * added parts is held at the OFD level: file_take_all()). */
 static void shrink_back(struct grow_hold *h)
 {
 	struct wake_list wl;
 
-	if (h->taken)
-		rl_file_unlock(file_of(h->tree), h->taken_start, h->taken_last,
-			       is_reader(h->lock));
 	wl.n = 0;
 	tree_lock(h->tree);
 	shrink_request(h->tree, h->lock, h->start, h->last, &wl);
@@ -1026,36 +1039,33 @@ static void shrink_back_on_cancel(void *arg)
 	shrink_back(arg);
 }
 
-/* The second level of the added parts; gives up by shrinking back. */
+/*
+ * The second level of the added parts, both or neither (as one lock call
+ * takes its one range: never one part while waiting for the other); gives
+ * up by shrinking back.  Bytes above INT64_MAX are none at this level
+ * ([x, RANGE_LOCK_FULL] is [x, INT64_MAX] there): such a part is skipped.
+ */
 static int file_grow(struct range_lock_tree *tree, struct range_lock *lock,
 		     uint64_t a, uint64_t b, bool reader, struct waiter *w,
 		     enum rl_file_wait kind)
 {
-	struct range_lock_file *f = file_of(tree);
-	struct grow_hold h = { tree, lock, a, b, 0, 0, false };
-	uint64_t part[2][2];
+	struct grow_hold h = { tree, lock, a, b };
+	struct range_lock part[2];
+	struct range_lock_item items[2];
 	unsigned np = 0;
-	int r = 0;
+	int r;
 
-	if (lock->start < a) {
-		part[np][0] = lock->start;
-		part[np++][1] = a - 1;
-	}
-	if (lock->last > b) {
-		part[np][0] = b + 1;
-		part[np++][1] = lock->last;
-	}
-	for (unsigned i = 0; i < np && !r; i++) {
-		r = rl_file_lock(f, part[i][0], part[i][1], reader, kind,
-				 w ? w->clockid : 0, w ? w->abstime : NULL,
-				 shrink_back_on_cancel, &h);
-		if (!r) {
-			h.taken = true;
-			h.taken_start = part[i][0];
-			h.taken_last = part[i][1];
-		}
-	}
-	if (r) /* nothing of the failed part is left at the OFD level */
+	if (lock->start < a)
+		(void)range_lock_init(&part[np++], lock->start, a - 1);
+	if (lock->last > b && b < (uint64_t)INT64_MAX)
+		(void)range_lock_init(&part[np++], b + 1, lock->last);
+	if (!np)
+		return 0;
+	for (unsigned i = 0; i < np; i++)
+		items[i] = (struct range_lock_item){ &part[i],
+						     reader ? RANGE_LOCK_READ : RANGE_LOCK_WRITE };
+	r = file_take_all(file_of(tree), items, np, w, kind, shrink_back_on_cancel, &h);
+	if (r) /* nothing of the added parts is left at the OFD level */
 		shrink_back(&h);
 	return r;
 }

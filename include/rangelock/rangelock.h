@@ -727,12 +727,14 @@ RANGELOCK_API void range_unlock_many(struct range_lock_tree *tree,
  * waited only for them are released, exactly as if @lock had been
  * unlocked for them (those that still intersect [start, last] keep waiting).
  * The request keeps its mode and its place in the order.  (OpenZFS's
- * zfs_rangelock_reduce(): a writer in append mode locks to the end of the
- * file, then reduces the lock to what it wrote.)  On a tree bound to a
- * file the OFD locks of the units given up are released first.
+ * zfs_rangelock_reduce(): a write that must grow the file's block size
+ * locks the whole file, then reduces the lock to the range it writes.)
+ * On a tree bound to a file the OFD locks of the units given up are
+ * released first.
  *
  * Return: 0; -EINVAL if [start, last] is not a non-empty sub-range of what
- * @lock holds (nothing changed).  Aborts if @lock is not held in @tree.
+ * @lock holds, or does not fit off_t on a bound tree (nothing changed).
+ * Aborts if @lock is not held in @tree.
  */
 RANGELOCK_API int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 				    uint64_t start, uint64_t last);
