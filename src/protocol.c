@@ -476,6 +476,14 @@ bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *item
 	for (unsigned i = 0; i < n; i++) {
 		struct range_lock *lock = items[i].lock;
 
+		/* The caller checked that no member is in a tree: one that
+		 * looks linked now is the same request twice in the set.  The
+		 * mark is cleared by a try that fails, or reset on insertion. */
+		if (is_linked(lock)) {
+			tree_unlock(tree);
+			rl_die("range_lock_many", lock, "request appears twice in the set");
+		}
+		lock->rb_parent_flags |= RL_LINKED;
 		scan_entry(tree, lock, items[i].mode == RANGE_LOCK_READ, false, &scan);
 		atomic_store_explicit(wait_word(lock), scan.blockers, memory_order_relaxed);
 		must_wait |= scan.must_wait;
@@ -484,8 +492,11 @@ bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *item
 			any = true;
 		}
 	}
-	if (any && must_wait && try)
+	if (any && must_wait && try) {
+		for (unsigned i = 0; i < n; i++)
+			items[i].lock->rb_parent_flags &= ~(uintptr_t)RL_LINKED;
 		return false;
+	}
 	if (any && !must_wait) {
 		/* Overtake as a whole: each member passes its waiters (a waiter
 		 * under two members counts both), all before any insertion. */
@@ -507,10 +518,6 @@ bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *item
 		struct range_lock *lock = items[i].lock;
 		uint32_t blockers = atomic_load_explicit(wait_word(lock), memory_order_relaxed);
 
-		if (is_linked(lock)) { /* the same request twice in one set */
-			tree_unlock(tree);
-			rl_die("range_lock_many", lock, "request appears twice in the set");
-		}
 		insert_request(tree, lock, items[i].mode == RANGE_LOCK_READ, blockers, seq);
 		if (blockers && mark && !tree_is_fifo(tree))
 			atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
