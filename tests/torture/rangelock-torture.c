@@ -43,6 +43,11 @@
  * Workers never abort on a failed check: they count it, print the first few
  * and go on, so that the end of the run still reports everything.
  *
+ * --many and --grow add sets of requests taken in one call
+ * (range_lock_many*, the opposite-order deadlock pattern among them) and
+ * grow/shrink of held ranges; the shadow array then treats one thread's
+ * requests as one owner (see multi_op() and README.md).
+ *
  * Lock types (--type): range (random ranges), range-full (every request is
  * [0, RANGE_LOCK_FULL]), rwlock (pthread_rwlock_t, writer-preferring),
  * mutex (pthread_mutex_t; readers lock it too), and two negative controls
