@@ -1021,14 +1021,16 @@ static void one_op(struct slot *s, struct rng *r)
  *
  * Blocking grows can deadlock by design (two holders growing into each
  * other's ranges, or into a set that holds part of its ranges while it
- * waits for the grower).  So the plain grow (and the interruptible one
- * without the storm) runs only in the thread's own lane: the last quarter
- * of the pool is split into one lane per slot; a lane operation locks a
- * range inside its lane and grows only there, set ranges are drawn outside
- * the lanes, and every other grow is a _try, _timed, _interruptible (with
- * the storm) or _killable one (with cancellation), which gives up.  The
- * requests of a set are grown only by the giving-up calls (a grow into a
- * conflicting sibling waits for itself: that one must fail).
+ * waits for the grower).  So the plain, interruptible and killable grows
+ * run only in the thread's own lane: the last quarter of the pool is split
+ * into one lane per slot; a lane operation locks a range inside its lane
+ * and grows only there, set ranges are drawn outside the lanes, and every
+ * other grow is a _try or _timed one, which gives up whatever happens.
+ * (Interruptible and killable grows elsewhere would end their deadlocks
+ * only while the storm and the cancellations run: a thread in one when
+ * the run ends would stay there.)  The requests of a set are grown only by
+ * _try and _timed (a grow into a conflicting sibling waits for itself:
+ * that one must fail).
  */
 #define MR_MAX 3
 
@@ -1213,11 +1215,6 @@ static void mr_cancelled_in_grow(void *arg)
 			range_read_unlock(&tree, &h->rl[i]);
 	}
 	cancelled_in_lock(h->s);
-}
-
-static bool storm_on(void)
-{
-	return opt.storm > 0;
 }
 
 /* Lock the set with call @c. */
@@ -1405,12 +1402,13 @@ static void mr_do_grow(struct mr_hold *h, struct rng *r, bool lane, uint64_t lo,
 			bad = false;
 	}
 	selfc = !bad && mr_sibling_conflict(h, i, na, nb);
-	/* A blocking grow only inside the lane, never into a sibling. */
-	if (c == C_PLAIN && (!lane || h->n > 1))
-		c = C_TIMED;
-	if (c == C_INTR && !storm_on() && (!lane || h->n > 1))
-		c = C_TIMED;
-	if (selfc && (c == C_INTR || c == C_KILL || c == C_PLAIN))
+	/* The calls that may wait for good (plain; interruptible and killable,
+	 * which the storm and the cancellations end only while the run lasts:
+	 * a thread in such a call when they stop would stay there) only in
+	 * the lane; elsewhere, and into a sibling, _try or _timed. */
+	if ((c == C_PLAIN || c == C_INTR || c == C_KILL) && (!lane || h->n > 1))
+		c = (rnd(r) & 1) ? C_TRY : C_TIMED;
+	if (selfc && c != C_TRY && c != C_TIMED)
 		c = (rnd(r) & 1) ? C_TRY : C_TIMED;
 	os = h->rl[i].start;
 	ol = h->rl[i].last;
