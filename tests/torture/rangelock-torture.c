@@ -43,6 +43,11 @@
  * Workers never abort on a failed check: they count it, print the first few
  * and go on, so that the end of the run still reports everything.
  *
+ * --many and --grow add sets of requests taken in one call
+ * (range_lock_many*, the opposite-order deadlock pattern among them) and
+ * grow/shrink of held ranges; the shadow array then treats one thread's
+ * requests as one owner (see multi_op() and README.md).
+ *
  * Lock types (--type): range (random ranges), range-full (every request is
  * [0, RANGE_LOCK_FULL]), rwlock (pthread_rwlock_t, writer-preferring),
  * mutex (pthread_mutex_t; readers lock it too), and two negative controls
@@ -123,6 +128,8 @@ static struct options {
 	double xunlock_share;      /* percent of holds unlocked by another thread */
 	bool expect_fast_reads;    /* fail if no read hold was a fast one */
 	bool expect_word_mode;     /* fail if no word sleeper was ever seen */
+	double many_share;         /* percent of operations that lock a set */
+	double grow_share;         /* percent of operations that grow/shrink */
 } opt = {
 	.type = T_RANGE,
 	.readers = -1,
@@ -316,6 +323,10 @@ struct slot {
 	_Atomic uint64_t xunlocks;     /* holds the unlocker thread released */
 	_Atomic uint64_t word_slept;   /* holds taken after sleeping on the word */
 	_Atomic uint64_t word_chances; /* calls that found a conflicting word holder and waited */
+	/* --many, --grow */
+	_Atomic uint64_t sets, patterns, grows, shrinks, unlock_many;
+	_Atomic uint64_t stats_slack;  /* set members the library may count as
+					* acquired although the set gave up */
 	/* --xunlock: a hold handed to the unlocker thread, which unmarks
 	 * [x_a, x_b] and unlocks it, then clears x_req. */
 	_Atomic(struct range_lock *) x_req;
@@ -892,6 +903,8 @@ static bool word_chance(const struct range_lock *rl, bool writer, enum call c)
 	return v > 7 && (writer || (v & 7) == 5 || (v & 7) == 6);
 }
 
+static void multi_op(struct slot *s, struct rng *r, bool set);
+
 static void one_op(struct slot *s, struct rng *r)
 {
 	struct range_lock rl;
@@ -900,6 +913,14 @@ static void one_op(struct slot *s, struct rng *r)
 	enum outcome out;
 	enum call c;
 
+	if (!type_is_whole() && chance(r, opt.many_share)) {
+		multi_op(s, r, true);
+		return;
+	}
+	if (!type_is_whole() && chance(r, opt.grow_share)) {
+		multi_op(s, r, false);
+		return;
+	}
 	c = pick_call(r);
 	make_range(r, &a, &b, &start, &last);
 	range_lock_init(&rl, start, last);
@@ -978,6 +999,639 @@ static void one_op(struct slot *s, struct rng *r)
 			shadow_leave(writer, a, b);
 			do_unlock(&rl, writer);
 		}
+	}
+	set_state(s, S_IDLE);
+}
+
+/* ---- sets (range_lock_many*) and grow/shrink (range_lock_grow*, _shrink) ----
+ * --many=P: P% of the operations lock a set of 2 or 3 requests in one call
+ * (random ranges that may overlap each other, random modes in writer slots,
+ * reads in reader slots; a quarter of them the deadlock pattern: the two
+ * ranges of the pattern, in a random order, for writing where the slot
+ * writes).  --grow=P: P% of the operations lock one range and change it
+ * while held; a held set's requests are grown and shrunk at the same rate.
+ *
+ * The shadow array sees a thread's requests as one owner: per unit its
+ * level is the strongest mode among its requests there (none, read,
+ * write), and every change of the holding (lock, grow, shrink, unlock of
+ * one request) moves the marks unit by unit from the old level to the new
+ * one: increases after the call returned (and checked there), decreases
+ * before the call.  So a set's own overlapping write and read pass, anyone
+ * else's access on the same units fails.
+ *
+ * Blocking grows can deadlock by design (two holders growing into each
+ * other's ranges, or into a set that holds part of its ranges while it
+ * waits for the grower).  So the plain, interruptible and killable grows
+ * run only in the thread's own lane: the last quarter of the pool is split
+ * into one lane per slot; a lane operation locks a range inside its lane
+ * and grows only there, set ranges are drawn outside the lanes, and every
+ * other grow is a _try or _timed one, which gives up whatever happens.
+ * (Interruptible and killable grows elsewhere would end their deadlocks
+ * only while the storm and the cancellations run: a thread in one when
+ * the run ends would stay there.)  The requests of a set are grown only by
+ * _try and _timed (a grow into a conflicting sibling waits for itself:
+ * that one must fail).
+ */
+#define MR_MAX 3
+
+struct mr_desc {
+	uint64_t a, b;   /* pool units */
+	int mode;        /* RANGE_LOCK_READ / RANGE_LOCK_WRITE */
+	bool in;         /* held */
+};
+
+struct mr_hold {
+	struct slot *s;
+	unsigned n;
+	struct range_lock rl[MR_MAX];
+	struct mr_desc d[MR_MAX];
+};
+
+static uint64_t lanes_start, lane_len;  /* lane_len 0: no lanes */
+
+/* The mode asked of the library (busted-range: writers ask for reading). */
+static int mr_lib_mode(int mode)
+{
+	return lib_writer(mode == RANGE_LOCK_WRITE) ? RANGE_LOCK_WRITE : RANGE_LOCK_READ;
+}
+
+static int mr_level(const struct mr_desc *d, unsigned n, uint64_t u)
+{
+	int l = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (d[i].in && d[i].a <= u && u <= d[i].b && d[i].mode + 1 > l)
+			l = d[i].mode + 1;
+	return l;
+}
+
+static void mr_span(const struct mr_desc *d, unsigned n, uint64_t *lo, uint64_t *hi)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (!d[i].in)
+			continue;
+		if (d[i].a < *lo)
+			*lo = d[i].a;
+		if (d[i].b > *hi)
+			*hi = d[i].b;
+	}
+}
+
+/* Move this thread's marks from holding @from to holding @to. */
+static void shadow_move(struct slot *s, const struct mr_desc *from,
+			const struct mr_desc *to, unsigned n, const char *when)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, bad = UINT64_MAX;
+	uint32_t bw = 0, br = 0;
+
+	mr_span(from, n, &lo, &hi);
+	mr_span(to, n, &lo, &hi);
+	for (uint64_t u = lo; lo != UINT64_MAX && u <= hi; u++) {
+		int o = mr_level(from, n, u), l = mr_level(to, n, u);
+		uint32_t w = 0, r = 0;
+		bool fail = false;
+
+		if (o == l)
+			continue;
+		if (o == 0 && l == 1) {
+			r = atomic_fetch_add(&shadow[u].readers, 1);
+			w = atomic_load(&shadow[u].writers);
+			fail = w != 0;
+		} else if (o == 0 && l == 2) {
+			w = atomic_fetch_add(&shadow[u].writers, 1);
+			r = atomic_load(&shadow[u].readers);
+			fail = w || r;
+		} else if (o == 1 && l == 2) {
+			w = atomic_fetch_add(&shadow[u].writers, 1);
+			r = atomic_fetch_sub(&shadow[u].readers, 1) - 1;
+			fail = w || r;
+		} else if (o == 2 && l == 1) {
+			atomic_fetch_add(&shadow[u].readers, 1);
+			atomic_fetch_sub(&shadow[u].writers, 1);
+		} else if (o == 2) {
+			atomic_fetch_sub(&shadow[u].writers, 1);
+		} else {
+			atomic_fetch_sub(&shadow[u].readers, 1);
+		}
+		if (fail && bad == UINT64_MAX) {
+			bad = u;
+			bw = w;
+			br = r;
+		}
+	}
+	if (bad != UINT64_MAX) {
+		INC(s->fails);
+		report("exclusion violated %s: %s %d (tid %u) got unit %" PRIu64
+		       " for %s but it already had %u other writer(s) and %u other"
+		       " reader(s)", when, slot_name(s), s->id, GET(s->tid),
+		       opt.base + bad, mr_level(to, n, bad) == 2 ? "writing" : "reading",
+		       bw, br);
+	}
+}
+
+/* Check this thread's holding: alone on its written units, no writer on
+ * its read ones. */
+static void shadow_check_set(struct slot *s, const struct mr_desc *d, unsigned n,
+			     const char *when)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	mr_span(d, n, &lo, &hi);
+	for (uint64_t u = lo; lo != UINT64_MAX && u <= hi; u++) {
+		int l = mr_level(d, n, u);
+		uint32_t w, r;
+
+		if (!l)
+			continue;
+		w = atomic_load(&shadow[u].writers);
+		r = atomic_load(&shadow[u].readers);
+		if (l == 2 ? (w != 1 || r != 0) : (w != 0 || r == 0)) {
+			INC(s->fails);
+			report("exclusion violated %s: %s %d (tid %u) holding unit %" PRIu64
+			       " for %s (set of %u) finds %u writer(s) and %u reader(s)",
+			       when, slot_name(s), s->id, GET(s->tid), opt.base + u,
+			       l == 2 ? "writing" : "reading", n, w, r);
+			return;
+		}
+	}
+}
+
+/* A range of 1.. units inside [lo, hi] (pool units). */
+static void mr_range_in(struct rng *r, uint64_t lo, uint64_t hi, uint64_t *a, uint64_t *b)
+{
+	uint64_t span = hi - lo + 1, len;
+
+	if (opt.max_len)
+		len = 1 + rnd(r) % (opt.max_len < span ? opt.max_len : span);
+	else
+		len = 1 + rnd(r) % span;
+	*a = lo + rnd(r) % (span - len + 1);
+	*b = *a + len - 1;
+}
+
+static uint64_t mr_set_hi(void)
+{
+	return lane_len ? lanes_start - 1 : opt.pool - 1;
+}
+
+/* Does pool range [a, b] conflict with a held sibling of request @i? */
+static bool mr_sibling_conflict_in(const struct mr_hold *h, unsigned i, uint64_t a,
+				   uint64_t b)
+{
+	for (unsigned j = 0; j < h->n; j++)
+		if (j != i && h->d[j].in && h->d[j].a <= b && a <= h->d[j].b &&
+		    (h->d[j].mode == RANGE_LOCK_WRITE || h->d[i].mode == RANGE_LOCK_WRITE))
+			return true;
+	return false;
+}
+
+/* Would growing request @i to [na, nb] wait for a sibling?  Only the units
+ * added wait (what it held, it keeps). */
+static bool mr_sibling_conflict(const struct mr_hold *h, unsigned i, uint64_t na,
+				uint64_t nb)
+{
+	return (na < h->d[i].a && mr_sibling_conflict_in(h, i, na, h->d[i].a - 1)) ||
+	       (nb > h->d[i].b && mr_sibling_conflict_in(h, i, h->d[i].b + 1, nb));
+}
+
+/* Cancelled in a _killable grow: the request is as before the call; give
+ * up the whole holding (the tree must keep nothing of this thread). */
+static void mr_cancelled_in_grow(void *arg)
+{
+	struct mr_hold *h = arg;
+	struct mr_desc none[MR_MAX];
+
+	for (unsigned i = 0; i < h->n; i++) {
+		none[i] = h->d[i];
+		none[i].in = false;
+	}
+	shadow_move(h->s, h->d, none, h->n, "on cancellation");
+	for (unsigned i = 0; i < h->n; i++) {
+		if (!h->d[i].in)
+			continue;
+		if (mr_lib_mode(h->d[i].mode) == RANGE_LOCK_WRITE)
+			range_write_unlock(&tree, &h->rl[i]);
+		else
+			range_read_unlock(&tree, &h->rl[i]);
+	}
+	cancelled_in_lock(h->s);
+}
+
+/* Lock the set with call @c. */
+static enum outcome mr_lock_many(struct slot *s, struct rng *r,
+				 const struct range_lock_item *it, unsigned n, enum call c)
+{
+	struct deadline d;
+	sig_atomic_t sig0;
+	uint64_t cancels0;
+	int ret;
+
+	switch (c) {
+	case C_PLAIN:
+		range_lock_many(&tree, it, n);
+		return GOT;
+	case C_TRY:
+		ret = range_lock_many_try(&tree, it, n);
+		if (ret == 1)
+			return GOT;
+		if (ret != 0)
+			slot_error(s, "range_lock_many_try returned %d", ret);
+		return BUSY;
+	case C_INTR:
+		sig0 = tl_signals;
+		cancels0 = GET(s->cancels_sent_here);
+		ret = range_lock_many_interruptible(&tree, it, n);
+		if (ret == 0)
+			return GOT;
+		if (ret == -EINTR) {
+			if (tl_signals == sig0 && GET(s->cancels_sent_here) == cancels0)
+				slot_error(s, "range_lock_many_interruptible returned -EINTR"
+					   " but no signal handler ran in the call");
+			return INTR;
+		}
+		slot_error(s, "range_lock_many_interruptible returned %d", ret);
+		return BROKEN;
+	case C_KILL:
+		ret = -1;
+		pthread_cleanup_push(cancelled_in_lock, s);
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		ret = range_lock_many_killable(&tree, it, n);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		pthread_cleanup_pop(0);
+		if (ret == 0)
+			return GOT;
+		slot_error(s, "range_lock_many_killable returned %d", ret);
+		return BROKEN;
+	case C_TIMED:
+		make_deadline(r, &d);
+		ret = range_lock_many_timed(&tree, it, n, d.clk, &d.ts);
+		return judge_timed(s, &d, ret, "range_lock_many_timed");
+	default:
+		abort();
+	}
+}
+
+/* Grow request @i of @h to pool units [na, nb] with call @c. */
+static enum outcome mr_grow(struct mr_hold *h, struct rng *r, unsigned i,
+			    uint64_t na, uint64_t nb, enum call c)
+{
+	struct slot *s = h->s;
+	struct range_lock *rl = &h->rl[i];
+	uint64_t st = opt.base + na, la = opt.base + nb;
+	struct deadline d;
+	sig_atomic_t sig0;
+	uint64_t cancels0;
+	int ret;
+
+	switch (c) {
+	case C_PLAIN:
+		ret = range_lock_grow(&tree, rl, st, la);
+		if (ret)
+			slot_error(s, "range_lock_grow returned %d", ret);
+		return ret ? BROKEN : GOT;
+	case C_TRY:
+		ret = range_lock_grow_try(&tree, rl, st, la);
+		if (ret == 1)
+			return GOT;
+		if (ret != 0)
+			slot_error(s, "range_lock_grow_try returned %d", ret);
+		return BUSY;
+	case C_INTR:
+		sig0 = tl_signals;
+		cancels0 = GET(s->cancels_sent_here);
+		ret = range_lock_grow_interruptible(&tree, rl, st, la);
+		if (ret == 0)
+			return GOT;
+		if (ret == -EINTR) {
+			if (tl_signals == sig0 && GET(s->cancels_sent_here) == cancels0)
+				slot_error(s, "range_lock_grow_interruptible returned -EINTR"
+					   " but no signal handler ran in the call");
+			return INTR;
+		}
+		slot_error(s, "range_lock_grow_interruptible returned %d", ret);
+		return BROKEN;
+	case C_KILL:
+		ret = -1;
+		pthread_cleanup_push(mr_cancelled_in_grow, h);
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		ret = range_lock_grow_killable(&tree, rl, st, la);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		pthread_cleanup_pop(0);
+		if (ret == 0)
+			return GOT;
+		slot_error(s, "range_lock_grow_killable returned %d", ret);
+		return BROKEN;
+	case C_TIMED:
+		make_deadline(r, &d);
+		ret = range_lock_grow_timed(&tree, rl, st, la, d.clk, &d.ts);
+		return judge_timed(s, &d, ret, "range_lock_grow_timed");
+	default:
+		abort();
+	}
+}
+
+static void mr_count(struct slot *s, enum outcome out)
+{
+	switch (out) {
+	case GOT:
+	case BROKEN:
+		break;
+	case BUSY:
+		INC(s->try_busy);
+		break;
+	case INTR:
+		INC(s->gave_up_intr);
+		break;
+	case TIMEDOUT:
+		INC(s->gave_up_timeout);
+		break;
+	case BADTIME:
+		INC(s->gave_up_einval);
+		break;
+	}
+}
+
+static unsigned mr_pick_held(const struct mr_hold *h, struct rng *r)
+{
+	unsigned k = (unsigned)(rnd(r) % h->n);
+
+	while (!h->d[k].in)
+		k = (k + 1) % h->n;
+	return k;
+}
+
+static unsigned mr_nr_held(const struct mr_hold *h)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < h->n; i++)
+		k += h->d[i].in;
+	return k;
+}
+
+/* One grow of a held request (a random super-range; 3% not one: -EINVAL). */
+static void mr_do_grow(struct mr_hold *h, struct rng *r, bool lane, uint64_t lo, uint64_t hi)
+{
+	struct slot *s = h->s;
+	unsigned i = mr_pick_held(h, r);
+	struct mr_desc nd[MR_MAX];
+	uint64_t a = h->d[i].a, b = h->d[i].b, na, nb, os, ol;
+	uint64_t ext = opt.max_len ? opt.max_len : 64;
+	bool bad = chance(r, 3), selfc;
+	enum call c = pick_call(r);
+	enum outcome out;
+
+	if (a < lo)
+		lo = a;
+	if (b > hi)
+		hi = b;
+	na = a - (a > lo ? rnd(r) % (a - lo + 1 < ext ? a - lo + 1 : ext) : 0);
+	nb = b + (b < hi ? rnd(r) % (hi - b + 1 < ext ? hi - b + 1 : ext) : 0);
+	if (bad) {
+		if (nb > b)
+			nb = b - (a < b); /* shorter on the right, or the same */
+		else if (na < a)
+			na = a + (a < b);
+		else if (a < b)
+			na = a + 1;
+		else
+			bad = false; /* one unit and no room: a valid no-op */
+		if (bad && na > nb)
+			nb = na;
+		if (bad && na <= a && nb >= b)
+			bad = false;
+	}
+	selfc = !bad && mr_sibling_conflict(h, i, na, nb);
+	/* The calls that may wait for good (plain; interruptible and killable,
+	 * which the storm and the cancellations end only while the run lasts:
+	 * a thread in such a call when they stop would stay there) only in
+	 * the lane; elsewhere, and into a sibling, _try or _timed. */
+	if ((c == C_PLAIN || c == C_INTR || c == C_KILL) && (!lane || h->n > 1))
+		c = (rnd(r) & 1) ? C_TRY : C_TIMED;
+	if (selfc && c != C_TRY && c != C_TIMED)
+		c = (rnd(r) & 1) ? C_TRY : C_TIMED;
+	os = h->rl[i].start;
+	ol = h->rl[i].last;
+	if (bad) {
+		/* Not a super-range: -EINVAL at once from every call, nothing
+		 * changed. */
+		struct timespec ts = ns_ts(clock_ns(CLOCK_MONOTONIC) + 1000000);
+		int ret;
+
+		switch (rnd(r) % 3) {
+		case 0:
+			ret = range_lock_grow(&tree, &h->rl[i], opt.base + na, opt.base + nb);
+			break;
+		case 1:
+			ret = range_lock_grow_try(&tree, &h->rl[i], opt.base + na,
+						  opt.base + nb);
+			break;
+		default:
+			ret = range_lock_grow_timed(&tree, &h->rl[i], opt.base + na,
+						    opt.base + nb, CLOCK_MONOTONIC, &ts);
+			break;
+		}
+		if (ret != -EINVAL || h->rl[i].start != os || h->rl[i].last != ol)
+			slot_error(s, "grow of [%" PRIu64 ", %" PRIu64 "] to the non-super-range"
+				   " [%" PRIu64 ", %" PRIu64 "] returned %d, left [%" PRIu64
+				   ", %" PRIu64 "]", os, ol, opt.base + na, opt.base + nb, ret,
+				   h->rl[i].start, h->rl[i].last);
+		return;
+	}
+	SET(s->cur_start, opt.base + na);
+	SET(s->cur_last, opt.base + nb);
+	SET(s->call, c);
+	set_state(s, S_LOCKING);
+	out = mr_grow(h, r, i, na, nb, c);
+	INC(s->by_call[c]);
+	INC(s->progress);
+	INC(s->grows);
+	set_state(s, S_HOLDING);
+	mr_count(s, out);
+	if (out != GOT) {
+		if (h->rl[i].start != os || h->rl[i].last != ol)
+			slot_error(s, "failed grow (%s) left [%" PRIu64 ", %" PRIu64 "], was"
+				   " [%" PRIu64 ", %" PRIu64 "]", call_names[c],
+				   h->rl[i].start, h->rl[i].last, os, ol);
+		return;
+	}
+	if (selfc)
+		slot_error(s, "grow of a set's request into a conflicting sibling"
+			   " succeeded (it must wait for itself)");
+	if (h->rl[i].start != opt.base + na || h->rl[i].last != opt.base + nb)
+		slot_error(s, "grow returned success but the request is [%" PRIu64 ", %"
+			   PRIu64 "], not [%" PRIu64 ", %" PRIu64 "]", h->rl[i].start,
+			   h->rl[i].last, opt.base + na, opt.base + nb);
+	if (na != a || nb != b)
+		INC(s->acquired);
+	memcpy(nd, h->d, sizeof(nd));
+	nd[i].a = na;
+	nd[i].b = nb;
+	shadow_move(s, h->d, nd, h->n, "after grow");
+	memcpy(h->d, nd, sizeof(nd));
+}
+
+static void mr_do_shrink(struct mr_hold *h, struct rng *r)
+{
+	struct slot *s = h->s;
+	unsigned i = mr_pick_held(h, r);
+	struct mr_desc nd[MR_MAX];
+	uint64_t a = h->d[i].a, b = h->d[i].b, na, nb;
+	int ret;
+
+	na = a + rnd(r) % (b - a + 1);
+	nb = na + rnd(r) % (b - na + 1);
+	if (chance(r, 3) && (a > 0 || b < opt.pool - 1)) {
+		/* Not a sub-range: -EINVAL, nothing changed. */
+		uint64_t xa = a > 0 ? a - 1 : a, xb = a > 0 ? b : b + 1;
+
+		ret = range_lock_shrink(&tree, &h->rl[i], opt.base + xa, opt.base + xb);
+		if (ret != -EINVAL || h->rl[i].start != opt.base + a ||
+		    h->rl[i].last != opt.base + b)
+			slot_error(s, "range_lock_shrink to a super-range returned %d", ret);
+		return;
+	}
+	memcpy(nd, h->d, sizeof(nd));
+	nd[i].a = na;
+	nd[i].b = nb;
+	shadow_move(s, h->d, nd, h->n, "before shrink");
+	memcpy(h->d, nd, sizeof(nd));
+	ret = range_lock_shrink(&tree, &h->rl[i], opt.base + na, opt.base + nb);
+	INC(s->shrinks);
+	if (ret || h->rl[i].start != opt.base + na || h->rl[i].last != opt.base + nb)
+		slot_error(s, "range_lock_shrink returned %d, request [%" PRIu64 ", %"
+			   PRIu64 "] (wanted [%" PRIu64 ", %" PRIu64 "])", ret,
+			   h->rl[i].start, h->rl[i].last, opt.base + na, opt.base + nb);
+}
+
+static void mr_unlock_one(struct mr_hold *h, unsigned i)
+{
+	struct mr_desc nd[MR_MAX];
+
+	memcpy(nd, h->d, sizeof(nd));
+	nd[i].in = false;
+	shadow_move(h->s, h->d, nd, h->n, "before unlock");
+	memcpy(h->d, nd, sizeof(nd));
+	if (mr_lib_mode(nd[i].mode) == RANGE_LOCK_WRITE)
+		range_write_unlock(&tree, &h->rl[i]);
+	else
+		range_read_unlock(&tree, &h->rl[i]);
+}
+
+static void multi_op(struct slot *s, struct rng *r, bool set)
+{
+	struct mr_hold h;
+	struct range_lock_item it[MR_MAX];
+	struct mr_desc none[MR_MAX];
+	bool lane = false;
+	uint64_t lo = 0, hi = opt.pool - 1;
+	unsigned steps;
+	enum outcome out;
+	enum call c = pick_call(r);
+	uint64_t t0;
+
+	memset(&h, 0, sizeof(h));
+	h.s = s;
+	h.n = set ? 2 + (unsigned)(rnd(r) & 1) : 1;
+	if (set && chance(r, 25)) {
+		/* The deadlock pattern: the same two ranges, in either order. */
+		uint64_t top = mr_set_hi(), len = top / 8 ? top / 8 : 1;
+		unsigned x = (unsigned)(rnd(r) & 1);
+
+		h.n = 2;
+		h.d[x].a = 0;
+		h.d[x].b = len - 1;
+		h.d[!x].a = top - len + 1;
+		h.d[!x].b = top;
+		h.d[0].mode = h.d[1].mode = s->writer ? RANGE_LOCK_WRITE : RANGE_LOCK_READ;
+		INC(s->patterns);
+	} else if (set) {
+		for (unsigned i = 0; i < h.n; i++) {
+			mr_range_in(r, 0, mr_set_hi(), &h.d[i].a, &h.d[i].b);
+			h.d[i].mode = s->writer && (rnd(r) & 1) ? RANGE_LOCK_WRITE
+								 : RANGE_LOCK_READ;
+		}
+		if (s->writer && h.d[0].mode == RANGE_LOCK_READ &&
+		    h.d[1].mode == RANGE_LOCK_READ)
+			h.d[0].mode = RANGE_LOCK_WRITE;
+	} else {
+		h.d[0].mode = s->writer ? RANGE_LOCK_WRITE : RANGE_LOCK_READ;
+		if (lane_len && (rnd(r) & 1)) {
+			lane = true;
+			lo = lanes_start + (uint64_t)(s - slots) * lane_len; /* ids repeat */
+			hi = lo + lane_len - 1;
+			mr_range_in(r, lo, lo + (lane_len - 1) / 2, &h.d[0].a, &h.d[0].b);
+		} else {
+			mr_range_in(r, 0, opt.pool - 1, &h.d[0].a, &h.d[0].b);
+		}
+	}
+	for (unsigned i = 0; i < h.n; i++) {
+		range_lock_init(&h.rl[i], opt.base + h.d[i].a, opt.base + h.d[i].b);
+		it[i].lock = &h.rl[i];
+		it[i].mode = mr_lib_mode(h.d[i].mode);
+		none[i] = h.d[i];
+		none[i].in = false;
+	}
+	SET(s->cur_start, opt.base + h.d[0].a);
+	SET(s->cur_last, opt.base + h.d[0].b);
+	SET(s->call, c);
+	set_state(s, S_LOCKING);
+	t0 = now_ns();
+	if (set && c == C_KILL)
+		atomic_fetch_add(&s->stats_slack, h.n); /* it may die in there */
+	if (set)
+		out = mr_lock_many(s, r, it, h.n, c);
+	else
+		out = lock_range(s, r, &h.rl[0], mr_lib_mode(h.d[0].mode) == RANGE_LOCK_WRITE, c);
+	t0 = now_ns() - t0;
+	if (out == GOT && t0 > GET(s->max_wait_ns))
+		SET(s->max_wait_ns, t0);
+	INC(s->by_call[c]);
+	INC(s->progress);
+	mr_count(s, out);
+	if (out != GOT) {
+		/* Granted members of a set given up were counted as acquired by
+		 * the library's statistics. */
+		if (set && out != BUSY && c != C_KILL)
+			atomic_fetch_add(&s->stats_slack, h.n);
+		set_state(s, S_IDLE);
+		return;
+	}
+	if (set)
+		INC(s->sets);
+	atomic_fetch_add(&s->acquired, h.n);
+	for (unsigned i = 0; i < h.n; i++)
+		h.d[i].in = true;
+	set_state(s, S_HOLDING);
+	shadow_move(s, none, h.d, h.n, set ? "on entry (set)" : "on entry");
+	hold(s, r);
+	for (steps = (unsigned)(rnd(r) % 4); steps; steps--) {
+		unsigned what = (unsigned)(rnd(r) % 4);
+
+		if (what <= 1 && (chance(r, opt.grow_share) || !set))
+			mr_do_grow(&h, r, lane, lo, hi);
+		else if (what == 2 && (chance(r, opt.grow_share) || !set))
+			mr_do_shrink(&h, r);
+		else if (what == 3 && mr_nr_held(&h) > 1)
+			mr_unlock_one(&h, mr_pick_held(&h, r));
+		hold(s, r);
+		shadow_check_set(s, h.d, h.n, "after a change");
+	}
+	shadow_check_set(s, h.d, h.n, "before unlock");
+	if (mr_nr_held(&h) > 1 && (rnd(r) & 1)) {
+		struct range_lock_item left[MR_MAX];
+		unsigned k = 0;
+
+		for (unsigned i = 0; i < h.n; i++)
+			if (h.d[i].in)
+				left[k++] = it[i];
+		shadow_move(s, h.d, none, h.n, "before unlock");
+		range_unlock_many(&tree, left, k);
+		INC(s->unlock_many);
+	} else {
+		for (unsigned i = 0; i < h.n; i++)
+			if (h.d[i].in)
+				mr_unlock_one(&h, i);
 	}
 	set_state(s, S_IDLE);
 }
@@ -1585,6 +2239,8 @@ static void usage(FILE *f)
 "  --max-wait-ms=N     fail if a writer waits longer than N ms for its range\n"
 "  --write-pause-us=US writers sleep US between operations (read-mostly mixes)\n"
 "  --xunlock=P         percent of holds unlocked by another thread (0)\n"
+"  --many=P            percent of operations that lock a set of 2-3 ranges (0)\n"
+"  --grow=P            percent of operations that grow/shrink a held range (0)\n"
 "  --expect-fast-reads fail if no read hold took the reader fast path\n"
 "  --expect-word-mode  sample the tree's lock word; fail if whole-resource\n"
 "                      calls met a conflicting word holder and waited, but\n"
@@ -1670,6 +2326,7 @@ static void parse_options(int argc, char **argv)
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
 		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST, O_EXPWORD,
+		O_MANY, O_GROW,
 	};
 	static const struct option longopts[] = {
 		{ "type", required_argument, 0, O_TYPE },
@@ -1704,6 +2361,8 @@ static void parse_options(int argc, char **argv)
 		{ "max-wait-ms", required_argument, 0, O_MAXWAIT },
 		{ "write-pause-us", required_argument, 0, O_WPAUSE },
 		{ "xunlock", required_argument, 0, O_XUNLOCK },
+		{ "many", required_argument, 0, O_MANY },
+		{ "grow", required_argument, 0, O_GROW },
 		{ "expect-fast-reads", no_argument, 0, O_EXPFAST },
 		{ "expect-word-mode", no_argument, 0, O_EXPWORD },
 		{ "help", no_argument, 0, O_HELP },
@@ -1864,6 +2523,14 @@ static void parse_options(int argc, char **argv)
 			if (!parse_double(optarg, &opt.xunlock_share) || opt.xunlock_share > 100)
 				bad_option(name, optarg);
 			break;
+		case O_MANY:
+			if (!parse_double(optarg, &opt.many_share) || opt.many_share > 100)
+				bad_option(name, optarg);
+			break;
+		case O_GROW:
+			if (!parse_double(optarg, &opt.grow_share) || opt.grow_share > 100)
+				bad_option(name, optarg);
+			break;
 		case O_EXPFAST:
 			opt.expect_fast_reads = true;
 			break;
@@ -1961,7 +2628,7 @@ static void check_tree_stats(const struct range_lock_stats *st)
 		      SUM(cancelled_in_lock));
 	/* A waiter cancelled just after its grant is counted as acquired by
 	 * the library but never saw its lock call return. */
-	if (lib < acquired || lib > acquired + st->gave_up_cancel)
+	if (lib < acquired || lib > acquired + st->gave_up_cancel + SUM(stats_slack))
 		error("tree statistics: %" PRIu64 " acquisitions but the threads saw"
 		      " %" PRIu64 " (and %" PRIu64 " cancellations)", lib, acquired,
 		      st->gave_up_cancel);
@@ -1988,7 +2655,7 @@ static void check_tree_stats_mid(const struct range_lock_stats *st,
 		error("tree statistics: held_now=%" PRIu64 " waiting_now=%" PRIu64
 		      " after every thread ended (expected 0 and 0)", st->held_now,
 		      st->waiting_now);
-	if (lib < low || lib > acquired - before + st->gave_up_cancel)
+	if (lib < low || lib > acquired - before + st->gave_up_cancel + SUM(stats_slack))
 		error("tree statistics enabled half-way: %" PRIu64 " acquisitions"
 		      " counted, but the threads made %" PRIu64 " after the enabling"
 		      " began and %" PRIu64 " after it ended (%d threads, %" PRIu64
@@ -2018,6 +2685,11 @@ static void print_calls(void)
 	       ", restarted %" PRIu64 "); shuffles %" PRIu64 "; stutters %" PRIu64 "\n",
 	       GET(signals_sent), GET(signals_handled), GET(sa_toggles), GET(cancels_sent),
 	       GET(cancels_joined), GET(restarts), GET(shuffles), GET(stutters));
+	if (opt.many_share > 0 || opt.grow_share > 0)
+		printf("Sets: %" PRIu64 " held (%" PRIu64 " of the deadlock pattern"
+		       " tried), unlocked at once %" PRIu64 "; grow calls %" PRIu64
+		       ", shrinks %" PRIu64 "\n", SUM(sets), SUM(patterns),
+		       SUM(unlock_many), SUM(grows), SUM(shrinks));
 }
 
 static void check_starvation(bool writer, double secs)
@@ -2079,6 +2751,12 @@ int main(int argc, char **argv)
 	shadow = calloc(opt.pool, sizeof(*shadow));
 	nr_slots = opt.writers + opt.readers;
 	slots = calloc((size_t)nr_slots, sizeof(*slots));
+	/* --grow: one lane per slot in the last quarter of the pool, for the
+	 * blocking grows (see multi_op()). */
+	lanes_start = opt.pool - opt.pool / 4;
+	lane_len = opt.grow_share > 0 && nr_slots ? (opt.pool / 4) / (uint64_t)nr_slots : 0;
+	if (lane_len < 2)
+		lane_len = 0;
 	if (!shadow || !slots) {
 		fprintf(stderr, "rangelock-torture: out of memory\n");
 		return 2;
