@@ -3,8 +3,11 @@
  * multirange.pml -- a SPIN model of the tree protocol for several ranges in
  * one arrival (sets) and for growing and shrinking a held range, as the
  * design note "Several ranges in one arrival; grow and shrink of a held
- * range" states it (docs/model.md, "Several ranges and growing", explains
- * the model; the design and this file must change together).
+ * range" states it, in the version the C code implements (the note's
+ * "CHANGED 05:10": precedes() with the growth tie rule, a merge that keeps
+ * the owner's seqnum and recounts, growths = the added parts).
+ * docs/model.md, "Several ranges and growing", explains the model; the
+ * design, src/protocol.[ch] and this file must change together.
  *
  * LEVEL.  The tree protocol under the internal lock: every critical section
  * of tree_lock is ONE atomic step (docs/model.md, "Atomicity").  A wait
@@ -30,17 +33,20 @@
  * set_giveup()           timeout: all count 0: keep (claim);   lock_many_common()
  *                        else every member leaves, held ones   -> withdraw
  *                        included (release walk each)          (per member)
- * grow_enter()           growth E: seq s, counts precedes(Q,E) grow_common()
- *                        +1 on every R with precedes(E,R);
- *                        count 0: merge at once; try: busy ->
- *                        nothing inserted
- * gwait:                 E waits like any waiter               grow_common()
- * merge()                put_blocker on R counting L in [a,b]; grow_common()
- *                        E out; L := [c,d], seq s - 1          (merge)
- * grow give-up           granted/ELIGIBLE: keep (merge); else  grow_common()
- *                        E leaves through the release walk     withdraw
- * shrink()               put_blocker on R in [a,b] \ [c,d]     shrink
- *                        counting L; never waits
+ * grow_enter()           growth E = the ADDED part ([c,a-1]    grow_enter()
+ *                        or [b+1,d]), never meeting L; seq s;  (from
+ *                        counts precedes(Q,E); +1 on every R   grow_common())
+ *                        with precedes(E,R); count 0: merge
+ *                        at once; try: busy -> nothing in
+ * gwait:                 E waits like any waiter               wait_for_grants()
+ * merge()                L keeps seq s; every conflicting R    grow_merge()
+ *                        meeting [c,d] recounted: put_blocker
+ *                        (before - after) times; E out;
+ *                        L := [c,d]
+ * grow give-up           granted/ELIGIBLE: keep (merge); else  withdraw_group()
+ *                        E leaves through the release walk     remove_request()
+ * shrink()               put_blocker on R in [a,b] \ [c,d]     shrink_request()
+ *                        counting L; never waits               put_dropped()
  * remove_request()       release walk with precedes(leaver,R)  remove_request()
  * PREC(q, r)             the design's precedes()               precedes()
  * put_blocker(), add_blocker()  as rangelock.pml (abstracted)  put_blocker(),
@@ -75,8 +81,10 @@
  *   SET_PARTIAL_OVERTAKE     members overtake individually
  *   GROWTH_AS_ARRIVAL        E takes a fresh max seq, counts every conflict
  *   GROWTH_IGNORES_LATER_HOLDERS  E counts only Q.seq < s
- *   MERGE_NO_PUT             merge without put_blocker on the old part
- *   MERGE_KEEPS_SEQ          merged L keeps seq s
+ *   NO_RECOUNT               merge without the recount (no put_blocker)
+ *   MERGE_DECREMENTS_SEQ     merged L takes seq s - 1 (the first version)
+ *   TIE_STRICT               precedes(Q, E) with a strict Q.seq < s (and
+ *                            so precedes(E, R) with R.seq >= s)
  *   SHRINK_NO_PUT            shrink without put_blocker
  *   GROW_GIVEUP_NO_WALK      a growth that gives up leaves without its walk
  *   WALK_SEQ_ONLY            release walks test R.seq > leaver.seq
@@ -154,15 +162,17 @@ hidden byte hq, hr, hc;   /* scratch, d_step only */
 
 /* precedes(Q, R): "R counts Q" (for an intersecting conflicting pair) */
 #define PREC_NN(q, r)  (sq[q] < sq[r])
-#ifndef MUT_GROWTH_IGNORES_LATER_HOLDERS
-#define PREC_NG(q, r)  (sq[q] < sq[r] || HELD(q))
-#else
-#define PREC_NG(q, r)  (sq[q] < sq[r])				/* mutant */
-#endif
-#ifndef MUT_GROWTH_TIE_STRICT
+/* (src/protocol.h: a waiting plain request TIED with the owner's seqnum
+ * is waited for by the growth; the pair's other order is the complement) */
+#if defined(MUT_GROWTH_IGNORES_LATER_HOLDERS)
+#define PREC_NG(q, r)  (sq[q] <= sq[r])				/* mutant */
+#define PREC_GN(q, r)  (sq[r] > sq[q] && !HELD(r))
+#elif defined(MUT_TIE_STRICT)
+#define PREC_NG(q, r)  (sq[q] < sq[r] || HELD(q))			/* mutant */
 #define PREC_GN(q, r)  (sq[r] >= sq[q] && !HELD(r))
 #else
-#define PREC_GN(q, r)  (sq[r] > sq[q] && !HELD(r))			/* mutant */
+#define PREC_NG(q, r)  (sq[q] <= sq[r] || HELD(q))
+#define PREC_GN(q, r)  (sq[r] > sq[q] && !HELD(r))
 #endif
 #define PREC_GG(q, r)  (HELD(q) || (!HELD(r) && (sq[q] < sq[r] || \
 				(sq[q] == sq[r] && (q) < (r)))))
@@ -469,19 +479,29 @@ inline set_enter(lo, hi)
 }
 
 /* ---- grow: merge E into L ---------------------------------------------- */
-/* under tree_lock, E (g) held: the requests that counted L in [a,b] and E
- * lose one blocker (never their last: they still count L), E leaves (its
- * counters now count L), L := [c,d], seq s - 1 */
+/* grow_merge(), under tree_lock, E (g) held: L keeps its seqnum s; every
+ * conflicting R meeting the new range [c,d] is recounted: before = [R meets
+ * [a,b] and precedes(L,R)] + [R meets E and precedes(E,R)], after =
+ * precedes(L,R); put_blocker (before - after) times (never the last one:
+ * after is 1 whenever before is not 0); E leaves; L := [c,d] */
 inline merge()
 {
 	assert(in[g] && HELD(g) && in[L] && HELD(L));
-#ifndef MUT_MERGE_NO_PUT
+#ifndef MUT_NO_RECOUNT
 	j = 0;
 	do
 	:: j < NR ->
 		if
-		:: j != L && j != g && in[j] && ISECT(L, j) && CONFL(L, j) &&
-		   PREC(L, j) -> REACHED(6); put_blocker(j)
+		:: j != L && j != g && in[j] && CONFL(L, j) &&
+		   st[j] <= d && c <= la[j] ->
+			k = (ISECT(L, j) && PREC(L, j)) + (ISECT(g, j) && PREC(g, j));
+			ok = PREC(L, j);	/* (precedes() reads no range) */
+			assert(k >= ok);	/* grow_merge()'s rl_die() */
+			do
+			:: k > ok -> REACHED(6); put_blocker(j); k--
+			:: else -> break
+			od;
+			k = 0; ok = 0
 		:: else
 		fi;
 		j++
@@ -489,9 +509,9 @@ inline merge()
 	od;
 	j = 0;
 #endif
-	st[L] = st[g]; la[L] = la[g];
-#ifndef MUT_MERGE_KEEPS_SEQ
-	sq[L] = sq[L] - 1;
+	st[L] = c; la[L] = d;
+#ifdef MUT_MERGE_DECREMENTS_SEQ
+	sq[L] = sq[L] - 1;			/* mutant: the first version's s - 1 */
 #endif
 	in[g] = 0; rd[g] = 0; st[g] = 0; la[g] = 0; sq[g] = 0; cnt[g] = 0;
 	ho[g] = 0; el[g] = 0;
@@ -692,20 +712,20 @@ downgrade:	/* range_downgrade_write(): later readers that counted L lose it */
 
 grow:	/* range_lock_grow*(): a strict super-range [c,d] */
 	atomic {
-		c = st[L];
-		do
-		:: c > 0 -> c--
-		:: true -> break
-		od;
-		d = la[L];
-		do
-		:: d < NUNITS - 1 -> d++
-		:: true -> break
-		od;
+		/* one added part (grow_enter()'s parts never meet L; the
+		 * two-part case, a grow on both sides, is not modelled) */
+		c = st[L]; d = la[L];
 		if
-		:: c == st[L] && d == la[L] && c > 0 -> c--
-		:: c == st[L] && d == la[L] && c == 0 -> d++
-		:: else
+		:: c > 0 -> c--;
+			do
+			:: c > 0 -> c--
+			:: true -> break
+			od
+		:: d < NUNITS - 1 -> d++;
+			do
+			:: d < NUNITS - 1 -> d++
+			:: true -> break
+			od
 		fi;
 		if
 		:: gk[t] & K_PLAIN -> kind = K_PLAIN
@@ -718,7 +738,12 @@ grow:	/* range_lock_grow*(): a strict super-range [c,d] */
 	atomic {
 		assert(in[L] && HELD(L) && incs[L] && !in[g]);
 		sa = st[L]; sl = la[L]; ss = sq[L]; sr = rd[L];
-		rd[g] = rd[L]; st[g] = c; la[g] = d;
+		/* E = the added part, [c, a-1] or [b+1, d] */
+		rd[g] = rd[L];
+		if
+		:: c < st[L] -> st[g] = c; la[g] = st[L] - 1
+		:: else -> st[g] = la[L] + 1; la[g] = d
+		fi;
 #ifndef MUT_GROWTH_AS_ARRIVAL
 		sq[g] = sq[L];
 #else
@@ -898,8 +923,9 @@ init
 		aft[2] = A_NONE | A_GROW | A_SHRINK; gk[2] = K_TIMED | K_TRY; ng[2] = 1;
 #elif defined(CFG_TIE)
 		/* NUNITS=3: thread 0 holds a read of [2,2], thread 1 a write of
-		 * [2,2] (waits), thread 2 reads [0,0] and grows twice: after
-		 * its first merge its seq ties with thread 1's waiter */
+		 * [2,2] (waits), thread 2 reads [0,0] and grows twice (to
+		 * [0,1], then into the writer's unit [2,2]: that growth waits
+		 * for the holder and, if thread 1 entered first, the writer) */
 		prog[0] = P_LOCK; wk[0] = K_PLAIN; fst[0] = 2; fla[0] = 2; fmd[0] = 1;
 		aft[0] = A_NONE;
 		prog[1] = P_LOCK; wk[1] = K_PLAIN; fst[1] = 2; fla[1] = 2; fmd[1] = 0;
