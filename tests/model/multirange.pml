@@ -146,6 +146,7 @@ bit  el[NR];          /* ELIGIBLE: count 0, word S (default policy only) */
 byte tseq = 8;        /* tree->seqnum: the next arrival's */
 byte nwait;           /* tree->nr_waiting: requests in the tree, count > 0 */
 bit  incs[NR];        /* ghost: the owner is in its critical section with r */
+byte os[NT];          /* ghost: the seqnum thread t's request 3t entered with */
 
 /* per-thread configuration, constant after init */
 hidden byte prog[NT], wk[NT], fst[NT], fla[NT], fmd[NT], aft[NT], gk[NT], ng[NT];
@@ -463,7 +464,8 @@ inline set_enter(lo, hi)
 			:: k <= hi -> in[3 * t + k] = 1; k++
 			:: else -> break
 			od;
-			k = 0
+			k = 0;
+			os[t] = sq[3 * t]
 		:: else
 		fi;
 		d_step {
@@ -761,7 +763,27 @@ grow:	/* range_lock_grow*(): a strict super-range [c,d] */
 				hq++
 			:: else -> break
 			od;
-			cg = hc; hc = 0; hq = 0
+			cg = hc; hc = 0; hq = 0;
+#if !defined(MUT_GROWTH_AS_ARRIVAL) && !defined(NO_ORDER_CHECK)
+			/* the ordering rule: the added part takes the request's
+			 * place, the one it entered with: it waits for the
+			 * waiters not later than that, the later ones wait for
+			 * it (checked at every grow, the second one too) */
+			in[g] = 1;
+			do
+			:: hq < NR ->
+				if
+				:: in[hq] && !ISG(hq) && !HELD(hq) && OWN(hq) != t &&
+				   ISECT(hq, g) && CONFL(hq, g) ->
+					assert(COUNTS(hq, g) == (sq[hq] <= os[t]));
+					assert(COUNTS(g, hq) == (sq[hq] > os[t]))
+				:: else
+				fi;
+				hq++
+			:: else -> break
+			od;
+			in[g] = 0; hq = 0
+#endif
 		}
 		if
 		:: kind == K_TRY && cg > 0 ->	/* grow_try busy: nothing inserted */
@@ -894,7 +916,7 @@ unlock:	/* each member on its own (either order) or all at once */
 		atomic { incs[L] = 0; remove_request(L); check_inv() }
 	fi;
 done:	skip;
-	d_step { n = 0; kind = 0; grows = 0; L = 0; g = 0; ok = 0 }
+	d_step { n = 0; kind = 0; grows = 0; L = 0; g = 0; ok = 0; os[t] = 0 }
 }
 
 init
@@ -935,15 +957,18 @@ init
 #elif defined(CFG_TIE4)
 		/* 4 threads, a tie from overtaking: a read of [0,1] held; a
 		 * write of [1,1] waits (seq v), a write of [0,0] waits (v+1); a
-		 * read of [0,0] overtakes the latter (seq v) and grows to [0,1] */
-		prog[0] = P_LOCK; wk[0] = K_PLAIN; fst[0] = 0; fla[0] = 1; fmd[0] = 1;
-		aft[0] = A_NONE;
-		prog[1] = P_LOCK; wk[1] = K_PLAIN; fst[1] = 1; fla[1] = 1; fmd[1] = 0;
-		aft[1] = A_NONE;
+		 * read of [0,0] overtakes the latter (seq v) and grows to [0,1].
+		 * NUNITS=3: the read holds [0,2], the tied writer is on [2,2],
+		 * and the overtaker grows twice (to [0,1], then into [2,2];
+		 * or at once to [0,2]) */
+		prog[0] = P_LOCK; wk[0] = K_PLAIN; fst[0] = 0; fla[0] = NUNITS - 1;
+		fmd[0] = 1; aft[0] = A_NONE;
+		prog[1] = P_LOCK; wk[1] = K_PLAIN; fst[1] = NUNITS - 1; fla[1] = NUNITS - 1;
+		fmd[1] = 0; aft[1] = A_NONE;
 		prog[2] = P_LOCK; wk[2] = K_PLAIN; fst[2] = 0; fla[2] = 0; fmd[2] = 0;
 		aft[2] = A_NONE;
 		prog[3] = P_LOCK; wk[3] = K_PLAIN; fst[3] = 0; fla[3] = 0; fmd[3] = 1;
-		aft[3] = A_GROW; gk[3] = K_PLAIN; ng[3] = 1;
+		aft[3] = A_NONE | A_GROW; gk[3] = K_PLAIN; ng[3] = NUNITS - 1;
 #else	/* CFG_SETS */
 		/* two sets of two requests (modes chosen) on units x = [0,0],
 		 * y = [1,1] in opposite orders, one blocking, one blocking,
