@@ -56,16 +56,19 @@
  *                        are one owner)
  *
  * REQUESTS.  Thread t owns requests 3t and 3t+1 (the members of a set; a
- * single lock uses 3t) and 3t+2, its growth request E (the design's
- * internal struct flagged RL_GROWTH_TAG).  A growth's L is always request
- * 3t (only single locks grow here: a set member growing into its sibling
+ * single lock uses 3t) and 3t+2, its growth E (struct growth's part[0],
+ * flagged RL_GROWTH_TAG); a single lock's 3t+1 is its second growth E2
+ * (part[1], a grow on both sides).  A growth's L is always request 3t
+ * (only single locks grow here: a set member growing into its sibling
  * waits for itself, a documented caller deadlock).  Seqnums are real
  * numbers (ties and "- 1" matter here), from 8 up; nothing wraps in these
  * runs (the design compares signed differences).
  *
  * CONFIGURATIONS (-D, see init): CFG_SETS (default), CFG_GROW, CFG_MIXED,
- * CFG_TIE (NUNITS=3, a request that grows twice), CFG_TIE4 (4 threads, a
- * tie from overtaking).  -DFIFO: FIFO tree; else the default policy.
+ * CFG_TIE (NUNITS=3, a request that grows twice), CFG_TWO (NUNITS=3, a grow
+ * on both sides: two growths), CFG_TIE4 (4 threads, a tie from overtaking;
+ * NUNITS=3: the overtaker grows twice).  -DNO_ORDER_CHECK: without the
+ * ordering check.  -DFIFO: FIFO tree; else the default policy.
  *
  * PROPERTIES: exclusion (shadow, per thread); held pairs of different
  * threads never conflict; the counting invariant with precedes() and
@@ -154,7 +157,8 @@ hidden byte prog[NT], wk[NT], fst[NT], fla[NT], fmd[NT], aft[NT], gk[NT], ng[NT]
 hidden byte hq, hr, hc;   /* scratch, d_step only */
 
 #define OWN(r)       ((r) / 3)
-#define ISG(r)       ((r) % 3 == 2)
+/* growths: 3t+2, and 3t+1 of a single lock (the second part) */
+#define ISG(r)       ((r) % 3 == 2 || ((r) % 3 == 1 && prog[OWN(r)] == P_LOCK))
 #define HELD(r)      (cnt[r] == 0 && !el[r])
 #define ISECT(a, b)  (st[a] <= la[b] && st[b] <= la[a])
 #define CONFL(a, b)  (!(rd[a] && rd[b]))
@@ -488,15 +492,20 @@ inline set_enter(lo, hi)
  * after is 1 whenever before is not 0); E leaves; L := [c,d] */
 inline merge()
 {
-	assert(in[g] && HELD(g) && in[L] && HELD(L));
+	assert(in[g] && HELD(g) && in[L] && HELD(L) && (np == 1 || (in[g2] && HELD(g2))));
 #ifndef MUT_NO_RECOUNT
 	j = 0;
 	do
 	:: j < NR ->
 		if
-		:: j != L && j != g && in[j] && CONFL(L, j) &&
+		:: j != L && j != g && j != g2 && in[j] && CONFL(L, j) &&
 		   st[j] <= d && c <= la[j] ->
-			k = (ISECT(L, j) && PREC(L, j)) + (ISECT(g, j) && PREC(g, j));
+			k = (ISECT(L, j) && PREC(L, j)) + (ISECT(g, j) && PREC(g, j)) +
+			    (np == 2 && ISECT(g2, j) && PREC(g2, j));
+			if
+			:: k > 2 -> REACHED(10)	/* L and both growths */
+			:: else
+			fi;
 			ok = PREC(L, j);	/* (precedes() reads no range) */
 			assert(k >= ok);	/* grow_merge()'s rl_die() */
 			do
@@ -517,26 +526,30 @@ inline merge()
 #endif
 	in[g] = 0; rd[g] = 0; st[g] = 0; la[g] = 0; sq[g] = 0; cnt[g] = 0;
 	ho[g] = 0; el[g] = 0;
+	in[g2] = 0; rd[g2] = 0; st[g2] = 0; la[g2] = 0; sq[g2] = 0; cnt[g2] = 0;
+	ho[g2] = 0; el[g2] = 0;
 	/* the caller's critical section now covers [c,d] */
 	shadow_check(L)
 }
 
 /* L is exactly as before the grow (give-up, failed try) */
 #define L_AS_BEFORE (in[L] && HELD(L) && incs[L] && st[L] == sa && la[L] == sl && \
-		     sq[L] == ss && rd[L] == sr && !in[g])
+		     sq[L] == ss && rd[L] == sr && !in[g] && !in[g2])
 
 proctype thread(byte t)
 {
 	byte n;          /* members of the set (1: a single lock) */
 	byte kind;       /* K_* of the wait */
-	byte L, g;       /* the request that grows, its growth */
+	byte L, g, g2;   /* the request that grows, its growths (g2: the
+			    second part of a grow on both sides) */
+	byte np;         /* the growths: 1 or 2 */
 	byte c, d;       /* a target range */
 	byte sa, sl, ss; /* L before a grow */
 	bit  sr;
-	byte cg;         /* the growth's count at entry */
+	byte cg, cg2;    /* the growths' counts at entry */
 	byte grows;      /* grows done */
 	bit  ok;
-	bit  mk0, mk1, mkg;   /* this wait has marked the word */
+	bit  mk0, mk1, mkg, mkg2;   /* this wait has marked the word */
 	byte j, k;
 	/* set_enter() scratch */
 	byte sc[2], smn[2];
@@ -544,7 +557,7 @@ proctype thread(byte t)
 	bit  mw;
 	byte mn, tot, fresh;
 
-	L = 3 * t; g = 3 * t + 2;
+	L = 3 * t; g = 3 * t + 2; g2 = 3 * t + 1;
 	if
 	:: prog[t] == P_NONE -> goto done
 	:: prog[t] == P_SET -> n = 2
@@ -714,21 +727,19 @@ downgrade:	/* range_downgrade_write(): later readers that counted L lose it */
 
 grow:	/* range_lock_grow*(): a strict super-range [c,d] */
 	atomic {
-		/* one added part (grow_enter()'s parts never meet L; the
-		 * two-part case, a grow on both sides, is not modelled) */
+		/* the added parts (grow_enter()): [c, a-1] and/or [b+1, d],
+		 * never meeting L */
 		c = st[L]; d = la[L];
 		if
-		:: c > 0 -> c--;
-			do
-			:: c > 0 -> c--
-			:: true -> break
-			od
-		:: d < NUNITS - 1 -> d++;
-			do
-			:: d < NUNITS - 1 -> d++
-			:: true -> break
-			od
+		:: c > 0 -> c--
+		:: d < NUNITS - 1 -> d++
+		:: c > 0 && d < NUNITS - 1 -> c--; d++	/* two parts */
 		fi;
+		do
+		:: c < st[L] && c > 0 -> c--
+		:: d > la[L] && d < NUNITS - 1 -> d++
+		:: true -> break
+		od;
 		if
 		:: gk[t] & K_PLAIN -> kind = K_PLAIN
 		:: gk[t] & K_TIMED -> kind = K_TIMED
@@ -736,23 +747,34 @@ grow:	/* range_lock_grow*(): a strict super-range [c,d] */
 		:: gk[t] & K_KILL -> kind = K_KILL
 		fi
 	}
-	/* the growth request enters (one critical section) */
+	/* the growths enter (one critical section) */
 	atomic {
-		assert(in[L] && HELD(L) && incs[L] && !in[g]);
+		assert(in[L] && HELD(L) && incs[L] && !in[g] && !in[g2]);
 		sa = st[L]; sl = la[L]; ss = sq[L]; sr = rd[L];
-		/* E = the added part, [c, a-1] or [b+1, d] */
-		rd[g] = rd[L];
+		/* E = g (the first part), E2 = g2 (the second, a grow on both
+		 * sides) */
+		np = 1;
 		if
-		:: c < st[L] -> st[g] = c; la[g] = st[L] - 1
+		:: c < st[L] -> st[g] = c; la[g] = st[L] - 1;
+			if
+			:: d > la[L] -> np = 2; st[g2] = la[L] + 1; la[g2] = d
+			:: else
+			fi
 		:: else -> st[g] = la[L] + 1; la[g] = d
 		fi;
+		rd[g] = rd[L];
+		cnt[g] = 1;	/* (not held while it is being counted) */
 #ifndef MUT_GROWTH_AS_ARRIVAL
 		sq[g] = sq[L];
 #else
 		sq[g] = tseq; tseq++;		/* mutant: an arrival */
 #endif
-		cnt[g] = 1;	/* (not held while it is being counted) */
+		if
+		:: np == 2 -> rd[g2] = rd[L]; sq[g2] = sq[g]; cnt[g2] = 1
+		:: else
+		fi;
 		d_step {
+			/* each part's count: precedes(Q, part) */
 			hc = 0; hq = 0;
 			do
 			:: hq < NR ->
@@ -764,12 +786,22 @@ grow:	/* range_lock_grow*(): a strict super-range [c,d] */
 			:: else -> break
 			od;
 			cg = hc; hc = 0; hq = 0;
+			do
+			:: np == 2 && hq < NR ->
+				if
+				:: COUNTS(hq, g2) -> hc++
+				:: else
+				fi;
+				hq++
+			:: else -> break
+			od;
+			cg2 = hc; hc = 0; hq = 0;
 #if !defined(MUT_GROWTH_AS_ARRIVAL) && !defined(NO_ORDER_CHECK)
-			/* the ordering rule: the added part takes the request's
+			/* the ordering rule: an added part takes the request's
 			 * place, the one it entered with: it waits for the
 			 * waiters not later than that, the later ones wait for
 			 * it (checked at every grow, the second one too) */
-			in[g] = 1;
+			in[g] = 1; in[g2] = (np == 2);
 			do
 			:: hq < NR ->
 				if
@@ -779,20 +811,29 @@ grow:	/* range_lock_grow*(): a strict super-range [c,d] */
 					assert(COUNTS(g, hq) == (sq[hq] > os[t]))
 				:: else
 				fi;
+				if
+				:: np == 2 && in[hq] && !ISG(hq) && !HELD(hq) &&
+				   OWN(hq) != t && ISECT(hq, g2) && CONFL(hq, g2) ->
+					assert(COUNTS(hq, g2) == (sq[hq] <= os[t]));
+					assert(COUNTS(g2, hq) == (sq[hq] > os[t]))
+				:: else
+				fi;
 				hq++
 			:: else -> break
 			od;
-			in[g] = 0; hq = 0
+			in[g] = 0; in[g2] = 0; hq = 0
 #endif
 		}
 		if
-		:: kind == K_TRY && cg > 0 ->	/* grow_try busy: nothing inserted */
+		:: kind == K_TRY && cg + cg2 > 0 ->	/* grow_try busy: nothing in */
 			rd[g] = 0; st[g] = 0; la[g] = 0; sq[g] = 0; cnt[g] = 0;
+			rd[g2] = 0; st[g2] = 0; la[g2] = 0; sq[g2] = 0; cnt[g2] = 0;
 			ok = 0
 		:: else ->
-			in[g] = 1;
 #ifndef MUT_GROWTH_AS_ARRIVAL
-			/* every R with precedes(E, R) gets one blocker */
+			/* every R with precedes(part, R) gets one blocker, part
+			 * by part (the other part is not in the tree yet) */
+			in[g] = 1;
 			j = 0;
 			do
 			:: j < NR ->
@@ -803,12 +844,37 @@ grow:	/* range_lock_grow*(): a strict super-range [c,d] */
 				j++
 			:: else -> break
 			od;
+			in[g] = 0;
+			j = 0;
+			do
+			:: np == 2 && j < NR ->
+				if
+				:: j != g && in[j] && !LEPAIR(g2, j) && ISECT(g2, j) &&
+				   CONFL(g2, j) && PREC(g2, j) -> add_blocker(j)
+				:: else
+				fi;
+				j++
+			:: else -> break
+			od;
 			j = 0;
 #endif
-			cnt[g] = cg;
+			/* insert_request() each */
+			in[g] = 1; cnt[g] = cg;
 			if
-			:: cg == 0 -> merge(); ok = 1	/* merged at once */
-			:: else -> nwait++; ok = 0
+			:: cg > 0 -> nwait++
+			:: else
+			fi;
+			if
+			:: np == 2 -> in[g2] = 1; cnt[g2] = cg2;
+				if
+				:: cg2 > 0 -> nwait++
+				:: else
+				fi
+			:: else
+			fi;
+			if
+			:: cg + cg2 == 0 -> merge(); ok = 1	/* merged at once */
+			:: else -> ok = 0
 			fi
 		fi;
 		check_inv()
@@ -819,54 +885,83 @@ grow:	/* range_lock_grow*(): a strict super-range [c,d] */
 		assert(L_AS_BEFORE); goto grew
 	:: else
 	fi;
-gwait:	/* the growth waits like any waiter */
+gwait:	/* the growths wait like any waiters (wait_for_grants()) */
 	if
-	:: atomic { in[g] && HELD(g) -> REACHED(3); merge(); check_inv() }; goto grown
+	:: atomic { in[g] && HELD(g) && (np == 1 || HELD(g2)) -> REACHED(3);
+		merge(); check_inv() }; goto grown
 	:: atomic { el[g] -> REACHED(4); el[g] = 0; check_inv() }; goto gwait
+	:: atomic { np == 2 && el[g2] -> el[g2] = 0; check_inv() }; goto gwait
 	:: atomic { !FIFO_TREE && !mkg && cnt[g] > 0 -> ho[g] = 1; mkg = 1; check_inv() };
 		goto gwait
-	:: atomic { kind == K_TIMED && !HELD(g) ->
-		/* the timeout: granted or ELIGIBLE: keep (merge); else E
-		 * leaves through the release walk */
+	:: atomic { !FIFO_TREE && np == 2 && !mkg2 && cnt[g2] > 0 -> ho[g2] = 1; mkg2 = 1;
+		check_inv() }; goto gwait
+	:: atomic { kind == K_TIMED && !(HELD(g) && (np == 1 || HELD(g2))) ->
+		/* withdraw_group(): every part granted or ELIGIBLE: keep them
+		 * (claimed; the merge follows); else every part leaves through
+		 * the release walk, held ones included */
 		if
-		:: cnt[g] == 0 -> el[g] = 0; merge(); ok = 1
+		:: cnt[g] == 0 && (np == 1 || cnt[g2] == 0) ->
+			el[g] = 0; el[g2] = 0; ok = 1
 		:: else ->
 			if
 			:: nwait > 1 -> REACHED(5)	/* E leaves, others wait */
 			:: else
 			fi;
-			nwait--;
+			if
+			:: np == 2 && (HELD(g) || HELD(g2)) -> REACHED(9) /* a held part leaves */
+			:: else
+			fi;
+			if
+			:: cnt[g] > 0 -> nwait--
+			:: else
+			fi;
 			remove_request(g);
+			if
+			:: np == 2 ->
+				if
+				:: cnt[g2] > 0 -> nwait--
+				:: else
+				fi;
+				remove_request(g2)
+			:: else
+			fi;
 			assert(L_AS_BEFORE);
 			ok = 0
 		fi;
 		check_inv()
 	   };
 		if
-		:: ok -> goto grown
+		:: ok -> ok = 0; goto gwait
 		:: else -> goto grew
 		fi
 	:: atomic { kind == K_KILL ->
-		/* cancellation: E leaves, granted or not (the walk); L keeps
-		 * [a,b] */
+		/* cancellation: every part leaves, granted or not (the walk);
+		 * L keeps [a,b] */
 		if
 		:: cnt[g] > 0 -> nwait--
 		:: else -> el[g] = 0
 		fi;
 		remove_request(g);
+		if
+		:: np == 2 ->
+			if
+			:: cnt[g2] > 0 -> nwait--
+			:: else -> el[g2] = 0
+			fi;
+			remove_request(g2)
+		:: else
+		fi;
 		assert(L_AS_BEFORE);
 		ok = 0;
 		check_inv()
 	   };
-		if
-		:: ok -> goto grown
-		:: else -> goto grew
-		fi
+		goto grew
 	fi;
 grown:	skip;
-	d_step { assert(in[L] && HELD(L) && !in[g] && st[L] == c && la[L] == d) };
+	d_step { assert(in[L] && HELD(L) && !in[g] && !in[g2] && st[L] == c && la[L] == d) };
 grew:	skip;
-	d_step { grows++; mkg = 0; kind = 0; ok = 0; c = 0; d = 0; sa = 0; sl = 0; ss = 0; sr = 0; cg = 0 };
+	d_step { grows++; mkg = 0; mkg2 = 0; kind = 0; ok = 0; c = 0; d = 0; sa = 0; sl = 0;
+		 ss = 0; sr = 0; cg = 0; cg2 = 0; np = 0 };
 	goto after;
 
 shrink:	/* range_lock_shrink(): a strict sub-range [c,d]; never waits */
@@ -916,7 +1011,7 @@ unlock:	/* each member on its own (either order) or all at once */
 		atomic { incs[L] = 0; remove_request(L); check_inv() }
 	fi;
 done:	skip;
-	d_step { n = 0; kind = 0; grows = 0; L = 0; g = 0; ok = 0; os[t] = 0 }
+	d_step { n = 0; kind = 0; grows = 0; L = 0; g = 0; g2 = 0; ok = 0; os[t] = 0 }
 }
 
 init
@@ -943,6 +1038,17 @@ init
 		prog[1] = P_SET; wk[1] = K_PLAIN | K_TIMED; fst[1] = 0; fmd[1] = ANY;
 		prog[2] = P_LOCK; wk[2] = K_PLAIN; fst[2] = ANY; fmd[2] = ANY;
 		aft[2] = A_NONE | A_GROW | A_SHRINK; gk[2] = K_TIMED | K_TRY; ng[2] = 1;
+#elif defined(CFG_TWO)
+		/* NUNITS=3: thread 2 holds [1,1] and grows on both sides at
+		 * once (two growths) or on one, with every call, then may
+		 * shrink; threads 0 and 1 single locks of any range and mode
+		 * (thread 0 may downgrade) */
+		prog[0] = P_LOCK; wk[0] = K_PLAIN; fst[0] = ANY; fmd[0] = ANY;
+		aft[0] = A_NONE | A_DOWNGRADE;
+		prog[1] = P_LOCK; wk[1] = K_PLAIN; fst[1] = ANY; fmd[1] = ANY;
+		aft[1] = A_NONE;
+		prog[2] = P_LOCK; wk[2] = K_PLAIN; fst[2] = 1; fla[2] = 1; fmd[2] = ANY;
+		aft[2] = A_GROW | A_SHRINK; gk[2] = K_PLAIN | K_TIMED | K_TRY | K_KILL; ng[2] = 1;
 #elif defined(CFG_TIE)
 		/* NUNITS=3: thread 0 holds a read of [2,2], thread 1 a write of
 		 * [2,2] (waits), thread 2 reads [0,0] and grows twice (to
