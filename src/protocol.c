@@ -323,6 +323,8 @@ static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *
 		stat_granted_or_grown(tree->stats, waiter);
 	if (old & SLEEPING)
 		wake_list_add(wl, word);
+	else if (__builtin_expect(is_async(waiter), 0))
+		async_granted(waiter); /* no thread waits: queue its completion */
 }
 
 static inline bool intersects_any(const struct range_lock_tree *tree,
