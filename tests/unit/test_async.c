@@ -12,24 +12,24 @@
  * completions record their calls, status, thread and order; the main
  * thread asserts after joining.  Every binary runs under a watchdog.
  *
- * MUTANTS (the code broken on purpose, then restored; what caught each):
+ * MUTANTS (the code broken on purpose, then restored; what caught each, in
+ * all four variants):
  *  A1 put_blocker() does not queue the completion of an asynchronous grant
- *     (async_granted() removed): granted_on_releasing_thread,
- *     readers_share, nothing_overtakes, give_up_paths_grant,
- *     chain_in_order (completion never called) in every variant.
+ *     (async_granted() removed): granted_on_releasing_thread and
+ *     readers_share fail, then nothing_overtakes hangs (the later lock
+ *     call waits for a request nobody was told about) until the watchdog.
  *  A2 the submission does not HANDOFF-mark a queued request: in the
- *     default policy a trylock and a lock call overtake it:
- *     nothing_overtakes, in every variant.
- *  A3 range_lock_async_cancel() withdraws a GRANTED request too (the
- *     state test removed): cancel_after_grant (returned 0 after the
- *     completion ran), cancel_races_grant (a withdrawn request's
- *     completion ran), in every variant; the checking mode aborts.
+ *     default policy a trylock and a later lock call overtake it:
+ *     nothing_overtakes, cancel_withdraws_exactly (the reader overtook),
+ *     stats_and_dump (no "handoff").
+ *  A3 range_lock_async_cancel() withdraws whatever its state (the QUEUED
+ *     test removed): held_at_once aborts (a cancel of a request held at
+ *     submission "withdraws" it).
  *  A4 rl_async_run() runs nested (the "running" test removed):
- *     chain_in_order (depth 64 instead of 1), in every variant.
- *  A5 rl_async_run() does not disable cancellation: completion_not_cancelled
- *     (the releasing thread was cancelled inside the completion, the
- *     second completion never ran), in every variant.
- *  (Counts: see the commit that added this file.)
+ *     chain_in_order (depth 64 instead of 1).
+ *  A5 rl_async_run() leaves cancellation enabled: completion_not_cancelled
+ *     (the releasing thread is unwound inside the first completion; the
+ *     second never runs).
  */
 #include "test_util.h"
 
