@@ -833,15 +833,16 @@ struct range_lock_async;
  * and before it returns, with cancellation disabled.  The library never
  * touches @req after calling it: the completion may free it.
  *
- * A completion may call any librangelock call except those that wait (the
- * blocking, _interruptible, _killable and _timed lock calls, on any tree):
- * it runs inside another call of the library and would stall that thread's
- * release.  A grant it makes (an unlock, a submission held at once is not
- * one) queues its completion on the same thread; queued completions run one
- * after the other, in grant order, after the running one returns -- never
- * nested, so a chain of grants takes constant stack.  Keep completions
- * short: post the result to your event loop (an eventfd, a pipe, a queue)
- * and do the work there.
+ * A completion may call any librangelock call that does not wait: unlock,
+ * trylock, the asynchronous calls, shrink, downgrade.  A lock call that
+ * has to wait (on any tree) aborts with a message: it would stall the
+ * release the completion runs in, maybe for ever (the range it waits for
+ * may be one whose completion is queued behind it).  When a completion's
+ * own unlock grants other asynchronous requests, their completions run on
+ * the same thread after it returns, one after the other in grant order --
+ * never nested, so a chain of grants takes constant stack.  Keep
+ * completions short: post the request to your event loop (an eventfd, a
+ * pipe, a queue) and do the work there.
  */
 typedef void range_lock_async_fn(struct range_lock_async *req, int status);
 
@@ -910,11 +911,16 @@ RANGELOCK_API int range_lock_async_init(struct range_lock_async *req,
  * counts them as no thread's holds (no self-deadlock, lock-order or
  * thread-exit checks: they belong to the loop, not to a thread).
  *
+ * Statistics count a queued request as a contended lock call, its grant as
+ * an acquisition, a withdrawal in @gave_up_cancel; the dump shows a queued
+ * one as "async".
+ *
  * Return: 0 (held now; the completion is not called), -EINPROGRESS (queued:
  * the completion will be called exactly once, unless the request is
- * withdrawn), or -EAGAIN (bound tree, another process holds the bytes;
- * nothing held, no completion).  Aborts on a NULL tree or request, a
- * request with no completion, or one already in a tree or queued.
+ * withdrawn), -EAGAIN (bound tree, another process holds the bytes;
+ * nothing held, no completion), or -EINVAL (bound tree, a range beyond
+ * off_t).  Aborts on a NULL tree or request, a request with no completion,
+ * or one already in a tree or queued.
  */
 RANGELOCK_API int range_read_lock_async(struct range_lock_tree *tree,
 					struct range_lock_async *req);
@@ -936,8 +942,9 @@ RANGELOCK_API int range_write_lock_async(struct range_lock_tree *tree,
  * was granted -- its completion has run, is running or is about to run on
  * the granting thread, exactly once (wait for it through whatever the
  * completion signals; do not unlock or free @req before) -- or it was held
- * at submission.  Aborts on a NULL argument or a request never submitted
- * asynchronously since its initialisation.
+ * at submission.  Aborts on a NULL argument, a request queued in another
+ * tree, or one not submitted asynchronously since its initialisation or its
+ * withdrawal (a second cancel of a withdrawn request).
  */
 RANGELOCK_API int range_lock_async_cancel(struct range_lock_tree *tree,
 					  struct range_lock_async *req);
@@ -981,7 +988,8 @@ struct RANGELOCK_ALIGN8 range_lock_stats {
 	uint64_t wait_ns_max;         /* longest single wait */
 	uint64_t gave_up_signal;      /* _interruptible calls that returned -EINTR */
 	uint64_t gave_up_timeout;     /* _timedlock calls that returned -ETIMEDOUT */
-	uint64_t gave_up_cancel;      /* _killable waits ended by cancellation */
+	uint64_t gave_up_cancel;      /* _killable waits ended by cancellation,
+				       * asynchronous requests withdrawn */
 	uint64_t trylock_failed;      /* trylock calls that returned 0 */
 	uint64_t held_now;            /* requests holding their range now */
 	uint64_t waiting_now;         /* requests waiting now */
