@@ -19,8 +19,10 @@
  *     marked or non-sleeping waiter is granted, never made ELIGIBLE).  In a
  *     FIFO tree every waiter is granted at count 0 anyway.  So a queued
  *     asynchronous request is granted exactly by the release that leaves
- *     it no blocker, in both policies, and waits at most for the requests
- *     that were in the tree when it was queued and conflict with it;
+ *     it no blocker, in both policies, and waits only for the requests
+ *     that were in the tree when it was queued and conflict with it (and
+ *     for a growth of one of those into its range: a growth takes its
+ *     owner's place, protocol.c);
  *   - owner_tid carries RL_ASYNC_TAG, so that this grant appends the
  *     request to the RELEASING thread's completion queue (async_granted(),
  *     protocol.h) instead of waking a thread.
@@ -51,7 +53,9 @@
  *                 (GRANTED) or the withdrawer (IDLE).
  *   req->next_:   by the granter under tree_lock (its own queue), read by
  *                 the same thread.
- *   req->tree_:   by the submitter before it publishes the request.
+ *   req->tree_:   by the submitter before it publishes the request (every
+ *                 submission, held at once or queued); reset by the
+ *                 withdrawer.
  *   req->done, req->arg: by the user, before the submission.
  * The library touches nothing of @req after calling its completion.
  *
@@ -98,6 +102,16 @@ int range_lock_async_init(struct range_lock_async *req, uint64_t start,
 	return r ? r : done ? 0 : -EINVAL;
 }
 
+/* A completion left by pthread_exit() (or a thread cancellation it enabled
+ * itself): the requests queued behind it would hold their ranges with
+ * nobody told.  Say so and abort. */
+static void completion_did_not_return(void *arg)
+{
+	(void)arg;
+	rl_die("rl_async_run", NULL, "a completion of an asynchronous request did "
+	       "not return (pthread_exit() in a completion?)");
+}
+
 void rl_async_run(void)
 {
 	struct rl_async_queue *q = &rl_async_queue;
@@ -108,6 +122,7 @@ void rl_async_run(void)
 		return; /* a completion of ours granted it: run after it returns */
 	q->running = true;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+	pthread_cleanup_push(completion_did_not_return, NULL);
 	while ((req = q->head)) {
 		q->head = req->next_;
 		if (!q->head)
@@ -116,6 +131,7 @@ void rl_async_run(void)
 		/* After this, @req belongs to its completion. */
 		req->done(req, rl_async_file_grant(req));
 	}
+	pthread_cleanup_pop(0);
 	q->running = false;
 	pthread_setcancelstate(cancel_state, NULL);
 }
@@ -140,6 +156,12 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 	if (!tree || !req)
 		rl_die("range_lock_async_cancel", NULL, "NULL tree or request");
 	lock = &req->lock;
+	/* The submitter wrote tree_ before it published the request; the
+	 * caller, who submitted it, sees it. */
+	if (req->tree_ != tree)
+		rl_die("range_lock_async_cancel", lock,
+		       req->tree_ ? "request was submitted to another tree"
+				  : "request was not submitted asynchronously (or was withdrawn)");
 	wl.n = 0;
 	tree_lock(tree);
 	if (req->state_ == RL_ASYNC_IDLE) {
@@ -150,10 +172,6 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 	if (req->state_ != RL_ASYNC_QUEUED) {
 		tree_unlock(tree);
 		return -EALREADY; /* granted: its completion runs exactly once */
-	}
-	if (req->tree_ != tree) {
-		tree_unlock(tree);
-		rl_die("range_lock_async_cancel", lock, "request is queued in another tree");
 	}
 	/* Queued: in the tree with blockers (a grant would have made it
 	 * GRANTED under tree_lock, which we hold). */
@@ -167,6 +185,7 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 	}
 	remove_request(tree, lock, &wl);
 	req->state_ = RL_ASYNC_IDLE;
+	req->tree_ = NULL;
 	lock->owner_tid = 0;
 	tree_unlock(tree);
 	wake_list_flush(&wl);

@@ -547,6 +547,7 @@ static int lock_async_local(const char *call, struct range_lock_tree *tree,
 
 	waiter_init(&w, WAIT_ASYNC, CLOCK_MONOTONIC, NULL);
 	r = enter(call, tree, lock, reader, &w);
+	req->tree_ = tree;
 	if (r != ENTER_TREE) {
 		req->state_ = RL_ASYNC_GRANTED; /* held through the word or a slot */
 		return 0;
@@ -564,7 +565,6 @@ static int lock_async_local(const char *call, struct range_lock_tree *tree,
 		blockers = scan.blockers;
 		seqnum = tree->seqnum++;
 		lock->owner_tid |= RL_ASYNC_TAG;
-		req->tree_ = tree;
 		req->state_ = RL_ASYNC_QUEUED;
 	}
 	insert_request(tree, lock, reader, blockers, seqnum);

@@ -166,8 +166,9 @@
  *                                            RL_GROWTH_TAG for a growth (by
  *                                            the grower, under tree_lock);
  *                                            | RL_ASYNC_TAG for a queued
- *                                            asynchronous request (by the
- *                                            submitter, under tree_lock).
+ *                                            asynchronous request (set by
+ *                                            the submitter, cleared by the
+ *                                            granter, both under tree_lock).
  *   node->start, last of a held request:    by its user only, under tree_lock
  *                                            (shrink, grow: the node is
  *                                            re-keyed in the tree).

@@ -103,10 +103,9 @@ static inline bool is_growth(const struct range_lock *lock)
  * An ASYNCHRONOUS request (range_read_lock_async(), async.c) queued in the
  * tree: no thread waits for it; the release that grants it queues its
  * completion (put_blocker()), which runs when that release has dropped
- * tree_lock (wake_list_flush()).  Marked by this tag in owner_tid, set by
- * the submitter before the request is published and kept until the
- * request is next locked; only a queued request has it set when it is
- * granted, since a held request is never granted again.
+ * tree_lock (wake_list_flush()).  Marked by this tag in owner_tid: set by
+ * the submitter before it publishes the request, cleared by the granter
+ * (async_granted(), under tree_lock): only queued requests carry it.
  */
 #define RL_ASYNC_TAG 0x20000000u
 
@@ -142,6 +141,7 @@ static inline void async_granted(struct range_lock *lock)
 	struct rl_async_queue *q = &rl_async_queue;
 
 	req->state_ = RL_ASYNC_GRANTED;
+	lock->owner_tid &= ~RL_ASYNC_TAG; /* held now: an ordinary request */
 	req->next_ = NULL;
 	if (q->tail)
 		q->tail->next_ = req;

@@ -824,23 +824,34 @@ struct range_lock_async;
  * @status: 0: @req holds its range; unlock it as any request
  *          (range_read_unlock() or range_write_unlock() on &@req->lock, by
  *          its mode, from any thread).  -EAGAIN: only on a tree bound to a
- *          file, when another process holds an OFD lock on its bytes: the
+ *          file, when another process (or another tree of this process
+ *          bound to the same file) holds an OFD lock on its bytes: the
  *          request holds nothing and is in no tree; submit it again later.
  *
  * Called exactly once per queued request that is not withdrawn, on the
  * thread whose release (unlock, downgrade, shrink, a give-up, a
  * withdrawal) granted it, after that call has dropped every internal lock
  * and before it returns, with cancellation disabled.  The library never
- * touches @req after calling it: the completion may free it.
+ * touches @req after calling it: the completion may free it.  It must
+ * return (pthread_exit() in a completion aborts with a message: the
+ * completions queued behind it would be lost; longjmp() out of it is
+ * undefined).  It runs inside whatever call released the range, on that
+ * thread -- an unlock, a timed lock call that gave up, a killable call's
+ * cancellation -- so it must not take a lock that such a caller may hold
+ * around that call (an application mutex held across an unlock, taken
+ * again in the completion, deadlocks).
  *
  * A completion may call any librangelock call that does not wait: unlock,
  * trylock, the asynchronous calls, shrink, downgrade.  A lock call that
  * has to wait (on any tree) aborts with a message: it would stall the
  * release the completion runs in, maybe for ever (the range it waits for
- * may be one whose completion is queued behind it).  When a completion's
- * own unlock grants other asynchronous requests, their completions run on
- * the same thread after it returns, one after the other in grant order --
- * never nested, so a chain of grants takes constant stack.  Keep
+ * may be one whose completion is queued behind it).  (On a tree bound to a
+ * file, a blocking lock call held at once locally may still wait for
+ * another process's OFD lock; in a completion, use trylock there.)  When a
+ * completion's own unlock grants other asynchronous requests, their
+ * completions run on the same thread after it returns, one after the other
+ * in grant order -- never nested, so a chain of grants takes constant
+ * stack.  Keep
  * completions short: post the request to your event loop (an eventfd, a
  * pipe, a queue) and do the work there.
  */
@@ -877,8 +888,9 @@ struct RANGELOCK_ALIGN8 range_lock_async {
  * @done:  the completion; not NULL.
  * @arg:   stored in @req->arg for the completion.
  *
- * Return: 0, or -EINVAL if start > last or @done is NULL (the request is
- * then prepared for [0, 0] with no completion: submitting it aborts).
+ * Return: 0, or -EINVAL if start > last (the request is then prepared for
+ * [0, 0], as range_lock_init() does) or @done is NULL; either way it has
+ * no completion then, and submitting it aborts.
  */
 RANGELOCK_API int range_lock_async_init(struct range_lock_async *req,
 					uint64_t start, uint64_t last,
@@ -895,7 +907,9 @@ RANGELOCK_API int range_lock_async_init(struct range_lock_async *req,
  * order, as every request.  Default policy: a queued asynchronous request
  * is never overtaken (it is marked for the hand-off from the moment it is
  * queued, so the hand-off bound is 0 for it), and the release that leaves
- * it no blocker grants it directly.  An asynchronous request is taken
+ * it no blocker grants it directly.  (A holder from before it that grows
+ * into its range still comes first: a growth takes its owner's place, see
+ * range_lock_grow().)  An asynchronous request is taken
  * through the lock word on an empty tree, or through the reader fast path,
  * when that holds it at once, and never waits on the lock word.
  *
@@ -911,14 +925,19 @@ RANGELOCK_API int range_lock_async_init(struct range_lock_async *req,
  * counts them as no thread's holds (no self-deadlock, lock-order or
  * thread-exit checks: they belong to the loop, not to a thread).
  *
+ * A queued request stands in the tree like a held one for later requests:
+ * a thread that would unlock it (the loop) must not block in a lock call
+ * on a range that conflicts with it -- that call waits for the request,
+ * whose completion waits for the loop.
+ *
  * Statistics count a queued request as a contended lock call, its grant as
  * an acquisition, a withdrawal in @gave_up_cancel; the dump shows a queued
  * one as "async".
  *
  * Return: 0 (held now; the completion is not called), -EINPROGRESS (queued:
  * the completion will be called exactly once, unless the request is
- * withdrawn), -EAGAIN (bound tree, another process holds the bytes;
- * nothing held, no completion), or -EINVAL (bound tree, a range beyond
+ * withdrawn), -EAGAIN (bound tree, another process or another tree bound
+ * to the file holds the bytes; nothing held, no completion), or -EINVAL (bound tree, a range beyond
  * off_t).  Aborts on a NULL tree or request, a request with no completion,
  * or one already in a tree or queued.
  */

@@ -30,6 +30,12 @@
  *  A5 rl_async_run() leaves cancellation enabled: completion_not_cancelled
  *     (the releasing thread is unwound inside the first completion; the
  *     second never runs).
+ *  A6 rl_file_lock() without the may-wait check: test_bound_tree (the
+ *     completion blocks on the other description's OFD lock until the
+ *     child's alarm, no abort).
+ *  A7 rl_async_run() without its cleanup handler: test_misuse_aborts (a
+ *     completion's pthread_exit() passes silently, the second completion
+ *     is lost).
  */
 #include "test_util.h"
 
@@ -796,6 +802,13 @@ static void test_stats_and_dump(void **state)
 	assert_int_equal(st.waiting_now, 0);
 	assert_int_equal(st.held_now, 1);
 	assert_int_equal(st.write_acquired, 2);
+	/* granted: an ordinary held request in the dump */
+	f = fmemopen(buf, sizeof(buf), "w");
+	assert_non_null(f);
+	range_lock_tree_dump(&t, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "held     seq=1 blocking=0 tid="));
+	assert_null(strstr(buf, "async"));
 	req_unlock(&a);
 	assert_int_equal(range_lock_tree_destroy(&t), 0);
 }
@@ -941,11 +954,64 @@ static void cancel_twice(void)
 	_exit(4);
 }
 
+static void exiting_completion(struct range_lock_async *a, int status)
+{
+	(void)a;
+	(void)status;
+	pthread_exit(NULL);
+}
+
+static void *unlock_thread(void *arg)
+{
+	range_write_unlock(&misuse_tree, arg);
+	return NULL;
+}
+
+static void completion_exits(void)
+{
+	struct range_lock_async a, b;
+	DEFINE_RANGE_LOCK(h, 0, 9);
+	pthread_t th;
+
+	range_lock_tree_init(&misuse_tree);
+	range_write_lock(&misuse_tree, &h);
+	range_lock_async_init(&a, 0, 4, exiting_completion, NULL);
+	range_lock_async_init(&b, 5, 9, record, NULL);
+	if (range_write_lock_async(&misuse_tree, &a) != -EINPROGRESS ||
+	    range_write_lock_async(&misuse_tree, &b) != -EINPROGRESS)
+		_exit(3);
+	pthread_create(&th, NULL, unlock_thread, &h);
+	pthread_join(th, NULL);
+	_exit(4);
+}
+
+static void cancel_other_tree(void)
+{
+	struct range_lock_async a;
+	struct range_lock_tree other;
+	DEFINE_RANGE_LOCK(h, 0, 9);
+
+	range_lock_tree_init(&misuse_tree);
+	range_lock_tree_init(&other);
+	range_write_lock(&misuse_tree, &h);
+	range_lock_async_init(&a, 0, 9, record, NULL);
+	if (range_write_lock_async(&misuse_tree, &a) != -EINPROGRESS)
+		_exit(3);
+	range_lock_async_cancel(&other, &a);
+	_exit(4);
+}
+
 static void test_misuse_aborts(void **state)
 {
 	struct child_result res;
 
 	(void)state;
+	run_child(completion_exits, &res);
+	assert_true(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGABRT);
+	assert_non_null(strstr(res.out, "did not return"));
+	run_child(cancel_other_tree, &res);
+	assert_true(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGABRT);
+	assert_non_null(strstr(res.out, "submitted to another tree"));
 	run_child(completion_waits, &res);
 	assert_true(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGABRT);
 	assert_non_null(strstr(res.out, "must not wait for a range"));
@@ -974,6 +1040,46 @@ static int ofd_probe(int fd, short type, off_t s, off_t l)
 	if (fcntl(fd, F_OFD_GETLK, &fl))
 		return -1;
 	return fl.l_type;
+}
+
+static int ofd_other_fd = -1;
+static struct range_lock_tree *ofd_tree;
+
+static void ofd_waiting_completion(struct range_lock_async *a, int status)
+{
+	struct range_lock l;
+
+	(void)a;
+	(void)status;
+	range_lock_init(&l, 50, 50);        /* free locally, OFD-locked elsewhere */
+	range_write_lock(ofd_tree, &l);
+	_exit(4);
+}
+
+/* In a child: a completion whose blocking lock call would wait for another
+ * description's OFD lock aborts like one that would wait locally. */
+static char ofd_path[64];
+
+static void completion_waits_for_ofd(void)
+{
+	struct range_lock_tree t;
+	struct range_lock_async a;
+	DEFINE_RANGE_LOCK(h, 0, 9);
+	int fd = open(ofd_path, O_RDWR);
+
+	ofd_other_fd = open(ofd_path, O_RDWR);
+	if (fd < 0 || ofd_other_fd < 0 || ofd_lock(ofd_other_fd, F_WRLCK, 50, 50))
+		_exit(3);
+	range_lock_tree_init(&t);
+	if (range_lock_tree_set_file(&t, fd))
+		_exit(3);
+	ofd_tree = &t;
+	range_write_lock(&t, &h);
+	range_lock_async_init(&a, 0, 9, ofd_waiting_completion, NULL);
+	if (range_write_lock_async(&t, &a) != -EINPROGRESS)
+		_exit(3);
+	range_write_unlock(&t, &h);
+	_exit(5);
 }
 
 static void test_bound_tree(void **state)
@@ -1030,6 +1136,18 @@ static void test_bound_tree(void **state)
 	assert_int_equal(ofd_probe(other, F_RDLCK, 15, 15), F_WRLCK);
 	req_unlock(&a);
 	assert_int_equal(ofd_probe(other, F_RDLCK, 0, 19), F_UNLCK);
+
+	/* a completion that would wait for another description's lock */
+	{
+		struct child_result res;
+
+		snprintf(ofd_path, sizeof(ofd_path), "/tmp/rangelock-async-ofd-%d", (int)getpid());
+		close(open(ofd_path, O_RDWR | O_CREAT, 0600));
+		run_child(completion_waits_for_ofd, &res);
+		unlink(ofd_path);
+		assert_true(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGABRT);
+		assert_non_null(strstr(res.out, "must not wait for a range"));
+	}
 
 	/* a range beyond off_t on a bound tree */
 	req_init(&a, &t, 0, UINT64_MAX - 1, false);
