@@ -631,26 +631,57 @@ static void test_chain_in_order(void **state)
 }
 
 /* A withdrawal racing the grant: either withdrawn (0, the completion never
- * runs) or granted (-EALREADY, the completion runs exactly once). */
+ * runs) or granted (-EALREADY, the completion runs exactly once).  One
+ * unlocker thread for all rounds: round r starts when go == r; it unlocks
+ * and sets done = r.  Both wait by yielding (with more threads than CPUs a
+ * spinning waiter would burn its slice). */
 struct racer {
 	struct range_lock_tree *tree;
 	struct range_lock *held;
-	atomic_int ready, go;
+	atomic_int go, done;
+	int rounds;
 };
+
+/* With 2 CPUs or more in @set (the test's CPUs), put the calling thread on
+ * the @nth of them (so that the two sides of the race run at once); else
+ * leave it. */
+static cpu_set_t race_cpus;
+
+static void pin_to(int nth)
+{
+	cpu_set_t one;
+	int seen = 0;
+
+	if (CPU_COUNT(&race_cpus) < 2)
+		return;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (CPU_ISSET(c, &race_cpus) && seen++ == nth) {
+			CPU_ZERO(&one);
+			CPU_SET(c, &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			return;
+		}
+	}
+}
 
 static void *unlock_on_go(void *arg)
 {
 	struct racer *x = arg;
 
-	atomic_store(&x->ready, 1);
-	while (!atomic_load_explicit(&x->go, memory_order_acquire))
-		;
-	range_write_unlock(x->tree, x->held);
+	pin_to(1);
+	for (int r = 1; r <= x->rounds; r++) {
+		for (int spins = 0; atomic_load_explicit(&x->go, memory_order_acquire) != r;)
+			if (++spins % 2000 == 0)
+				sched_yield();
+		range_write_unlock(x->tree, x->held);
+		atomic_store_explicit(&x->done, r, memory_order_release);
+	}
 	return NULL;
 }
 
 static void test_cancel_races_grant(void **state)
 {
+	enum { ROUNDS = 1000 };
 	struct range_lock_tree t;
 	struct range_lock_stats st;
 	struct range_lock held;
@@ -660,26 +691,31 @@ static void test_cancel_races_grant(void **state)
 	int withdrawn[2] = { 0, 0 }, granted[2] = { 0, 0 };
 
 	(void)state;
+	if (sched_getaffinity(0, sizeof(race_cpus), &race_cpus))
+		CPU_ZERO(&race_cpus);
+	pin_to(0);
 	for (int fifo = 0; fifo < 2; fifo++) {
 		tree_setup(&t, &st, fifo);
-		for (int round = 0; round < 2000; round++) {
+		x.tree = &t;
+		x.held = &held;
+		x.rounds = ROUNDS;
+		atomic_store(&x.go, 0);
+		atomic_store(&x.done, 0);
+		assert_int_equal(pthread_create(&th, NULL, unlock_on_go, &x), 0);
+		for (int round = 1; round <= ROUNDS; round++) {
+			int r;
+
 			range_lock_init(&held, 0, 9);
 			range_write_lock(&t, &held);
 			req_init(&a, &t, 5, 5, round & 1);
 			assert_int_equal(submit(&a), -EINPROGRESS);
-			x.tree = &t;
-			x.held = &held;
-			atomic_store(&x.go, 0);
-			atomic_store(&x.ready, 0);
-			assert_int_equal(pthread_create(&th, NULL, unlock_on_go, &x), 0);
-			while (!atomic_load(&x.ready))
-				sched_yield();
-			atomic_store_explicit(&x.go, 1, memory_order_release);
+			atomic_store_explicit(&x.go, round, memory_order_release);
 			/* A delay that sweeps the window: either may win. */
-			for (volatile int d = 0; d < (round % 50) * 20; d++)
+			for (volatile int d = 0; d < (round % 100) * 5; d++)
 				;
-			int r = range_lock_async_cancel(&t, &a.a);
-			assert_int_equal(pthread_join(th, NULL), 0);
+			r = range_lock_async_cancel(&t, &a.a);
+			while (atomic_load_explicit(&x.done, memory_order_acquire) != round)
+				sched_yield();
 			if (r == 0) {
 				withdrawn[fifo]++;
 				assert_int_equal(atomic_load(&a.calls), 0);
@@ -692,11 +728,14 @@ static void test_cancel_races_grant(void **state)
 			assert_int_equal(nr_held(&t), 0);
 			assert_int_equal(nr_waiting(&t), 0);
 		}
+		assert_int_equal(pthread_join(th, NULL), 0);
 		assert_int_equal(range_lock_tree_destroy(&t), 0);
 		print_message("policy %s: %d withdrawn, %d granted\n", fifo ? "fifo" : "default",
 			      withdrawn[fifo], granted[fifo]);
-		assert_int_equal(withdrawn[fifo] + granted[fifo], 2000);
+		assert_int_equal(withdrawn[fifo] + granted[fifo], ROUNDS);
 	}
+	if (CPU_COUNT(&race_cpus))
+		sched_setaffinity(0, sizeof(race_cpus), &race_cpus);
 }
 
 /* The releasing thread is cancelled while its completions run: none of
