@@ -1,4 +1,4 @@
-# The two example programs (see docs/examples.md).  Both use only the public
+# The example programs (see docs/examples.md).  Both use only the public
 # header <rangelock/rangelock.h>, check their own results and double as
 # benchmarks: a short run of each is a ctest entry.
 #
@@ -11,6 +11,11 @@
 #                            narrowed ranges.
 
 add_executable(parallel_writer ${CMAKE_CURRENT_LIST_DIR}/parallel_writer.c)
+# async_server: one epoll loop serves many clients' range requests through
+# asynchronous requests while threads write under blocking locks (Linux:
+# epoll, eventfd, timerfd).
+add_executable(async_server ${CMAKE_CURRENT_LIST_DIR}/async_server.c)
+target_link_libraries(async_server PRIVATE rangelock::rangelock Threads::Threads)
 target_link_libraries(parallel_writer PRIVATE rangelock::rangelock Threads::Threads)
 
 # One source, three lock wrappers, as the mmap_sem RFC's CONFIG_MEM_RANGE_LOCK;
@@ -41,6 +46,16 @@ if(RANGELOCK_TESTING)
                    --duration 5 --quiet)
   set_tests_properties(example_parallel_writer_broken PROPERTIES WILL_FAIL TRUE)
   set_tests_properties(example_parallel_writer example_parallel_writer_broken
+                       PROPERTIES TIMEOUT 60 LABELS example)
+  # The event loop beside blocking writers, checked; and without its
+  # locks, where the checks must fail (exit 1).
+  add_test(NAME example_async_server
+           COMMAND async_server --duration 1 --clients 64 --writers 2
+                   --slow-writes 20 --deadline-ms 1 --quiet)
+  add_test(NAME example_async_server_broken
+           COMMAND async_server --duration 2 --clients 64 --writers 2 --no-lock --quiet)
+  set_tests_properties(example_async_server_broken PROPERTIES WILL_FAIL TRUE)
+  set_tests_properties(example_async_server example_async_server_broken
                        PROPERTIES TIMEOUT 60 LABELS example)
   foreach(mode IN LISTS RANGELOCK_AS_MODES)
     # 20% of the faults go where regions change, and two mappers change

@@ -21,6 +21,9 @@
  *              the first one again (the baseline of grow-w: two changes)
  *   grow-r, relock-r            the same for a reader
  *   one-w, one-r               1 single lock + unlock (for scale)
+ *   async-w, async-r           range_*_lock_async (held at once) + unlock:
+ *                              against one-w / one-r, the cost of an
+ *                              uncontended asynchronous acquire
  * TREE: default (the default policy), fifo (range_lock_tree_set_fifo), or
  * nofast (default policy, range_lock_tree_set_fast_read(tree, 0): every
  * read through the tree).
@@ -34,7 +37,16 @@ static struct range_lock_tree tree;
 static struct range_lock a, b;
 static struct range_lock_item items[2];
 
-enum mode { MANY, MANY1, SINGLE, GROW, RELOCK, ONE };
+enum mode { MANY, MANY1, SINGLE, GROW, RELOCK, ONE, ASYNC };
+
+static struct range_lock_async areq;
+
+static void no_completion(struct range_lock_async *req, int status)
+{
+	(void)req;
+	(void)status;
+	abort(); /* uncontended: always held at once */
+}
 
 static void lock1(struct range_lock *l, int w)
 {
@@ -85,6 +97,12 @@ static void one(enum mode m, int w)
 		lock1(&a, w);
 		unlock1(&a, w);
 		break;
+	case ASYNC:
+		if ((w ? range_write_lock_async(&tree, &areq)
+		       : range_read_lock_async(&tree, &areq)) != 0)
+			abort();
+		unlock1(&areq.lock, w);
+		break;
 	}
 }
 
@@ -97,7 +115,8 @@ __attribute__((noinline)) void loop(enum mode m, int w, long n)
 
 int main(int argc, char **argv)
 {
-	static const char *const names[] = { "many", "many1", "single", "grow", "relock", "one" };
+	static const char *const names[] = { "many", "many1", "single", "grow", "relock", "one",
+					     "async" };
 	const char *arg = argc > 1 ? argv[1] : "many-w";
 	const char *kind = argc > 3 ? argv[3] : "default";
 	long n = argc > 2 ? atol(argv[2]) : 100000;
@@ -137,6 +156,8 @@ int main(int argc, char **argv)
 		range_lock_init(&a, 0, 99);
 		range_lock_init(&b, 200, 299);
 	}
+	if (range_lock_async_init(&areq, 0, 99, no_completion, NULL))
+		return 2;
 	items[0].lock = &a;
 	items[0].mode = w ? RANGE_LOCK_WRITE : RANGE_LOCK_READ;
 	items[1].lock = &b;

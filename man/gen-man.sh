@@ -32,6 +32,7 @@ range_read_lock_nested|lock calls with lock-order annotations|range_read_lock_ne
 range_lock_tree_enable_stats|statistics of a range lock tree|range_lock_tree_enable_stats range_lock_tree_get_stats range_lock_tree_reset_stats struct_range_lock_stats
 range_lock_tree_dump|print the requests of a range lock tree|range_lock_tree_dump
 range_lock_many|lock several ranges of one tree at once, all or nothing|range_lock_many range_lock_many_interruptible range_lock_many_killable range_lock_many_timed range_lock_many_try range_unlock_many struct_range_lock_item
+range_read_lock_async|acquire a range without blocking a thread: asynchronous requests for event loops|range_read_lock_async range_write_lock_async range_lock_async_cancel range_lock_async_init struct_range_lock_async range_lock_async_fn
 range_lock_grow|grow or shrink a held range without letting it go|range_lock_grow range_lock_grow_interruptible range_lock_grow_killable range_lock_grow_timed range_lock_grow_try range_lock_shrink
 rangelock_version|the version of librangelock|rangelock_version'
 
@@ -170,6 +171,12 @@ incom {
 /^#define [A-Za-z_0-9]+\(/ && cur {
 	name = $2; sub(/\(.*/, "", name)
 	decl = $0; sub(/\).*/, ")", decl); gsub(/[ \t]+/, " ", decl)
+	add(name, decl)
+	next
+}
+/^typedef .*;$/ && cur {       # typedef ... name(...); or typedef ... name;
+	decl = $0
+	name = decl; sub(/^typedef [^(]*[ *]/, "", name); sub(/[(;].*/, "", name)
 	add(name, decl)
 	next
 }

@@ -523,6 +523,110 @@ int range_write_trylock(struct range_lock_tree *tree, struct range_lock *lock)
 	return trylock_two_levels("range_write_trylock", tree, lock, false, CALLER);
 }
 
+/* ---- asynchronous requests (async.c has the rest) ------------------- */
+
+/*
+ * Submit @req without waiting: the entry of a lock call (enter(): the lock
+ * word on an empty tree, the reader fast path; never a word wait, which
+ * WAIT_ASYNC turns off), then the tree as lock_common() does it.  A request
+ * that must wait is queued HANDOFF-marked in the default policy (nothing
+ * overtakes it, and put_blocker() grants it directly at count 0: it never
+ * sleeps, so it is never ELIGIBLE) with RL_ASYNC_TAG, which makes its grant
+ * queue the completion.  Returns 0 (held now) or -EINPROGRESS.
+ */
+static int lock_async_local(const char *call, struct range_lock_tree *tree,
+			    struct range_lock_async *req, bool reader)
+{
+	struct range_lock *lock = &req->lock;
+	struct range_lock_stats *st;
+	struct entry_scan scan;
+	struct waiter w;
+	uint32_t blockers = 0;
+	uint64_t seqnum;
+	int r;
+
+	waiter_init(&w, WAIT_ASYNC, CLOCK_MONOTONIC, NULL);
+	r = enter(call, tree, lock, reader, &w);
+	req->tree_ = tree;
+	if (r != ENTER_TREE) {
+		req->state_ = RL_ASYNC_GRANTED; /* held through the word or a slot */
+		return 0;
+	}
+	if (reader)
+		maybe_bias(tree);
+	else
+		revoke_fast_readers(tree);
+	scan_entry(tree, lock, reader, false, &scan);
+	if (!scan.must_wait) {
+		seqnum = scan.blockers ? overtake(tree, lock, reader, &scan)
+				       : tree->seqnum++;
+		req->state_ = RL_ASYNC_GRANTED;
+	} else {
+		blockers = scan.blockers;
+		seqnum = tree->seqnum++;
+		lock->owner_tid |= RL_ASYNC_TAG;
+		req->state_ = RL_ASYNC_QUEUED;
+	}
+	insert_request(tree, lock, reader, blockers, seqnum);
+	if (blockers && !tree_is_fifo(tree))
+		atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
+	st = tree->stats;
+	if (st) {
+		if (blockers) {
+			STAT_ADD(st, contended, 1);
+			STAT_ADD(st, waiting_now, 1);
+			STAT_PEAK(st, waiting_now, waiting_peak);
+		} else {
+			stat_granted(st, reader, false);
+		}
+	}
+	tree_unlock(tree);
+	return blockers ? -EINPROGRESS : 0;
+}
+
+static int lock_async(const char *call, struct range_lock_tree *tree,
+		      struct range_lock_async *req, bool reader)
+{
+	int r;
+
+	if (!tree || !req)
+		rl_die(call, NULL, "NULL tree or request");
+	if (!req->done)
+		rl_die(call, &req->lock, "asynchronous request has no completion "
+		       "(range_lock_async_init())");
+	if (file_range_bad(call, tree, &req->lock, true))
+		return -EINVAL;
+	r = lock_async_local(call, tree, req, reader);
+	if (r == 0 && __builtin_expect(file_of(tree) != NULL, 0) &&
+	    file_acquire(call, tree, &req->lock, reader, NULL, RL_FILE_TRY))
+		return -EAGAIN; /* another process holds bytes of it: let go */
+	return r;
+}
+
+int range_read_lock_async(struct range_lock_tree *tree, struct range_lock_async *req)
+{
+	return lock_async("range_read_lock_async", tree, req, true);
+}
+
+int range_write_lock_async(struct range_lock_tree *tree, struct range_lock_async *req)
+{
+	return lock_async("range_write_lock_async", tree, req, false);
+}
+
+/* A queued request was granted (rl_async_run(), outside tree_lock): on a
+ * bound tree it takes its OFD lock without waiting, or lets go locally. */
+int rl_async_file_grant(struct range_lock_async *req)
+{
+	struct range_lock_tree *tree = req->tree_;
+	struct range_lock *lock = &req->lock;
+
+	if (__builtin_expect(file_of(tree) == NULL, 1))
+		return 0;
+	return file_acquire(is_reader(lock) ? "range_read_lock_async"
+					    : "range_write_lock_async",
+			    tree, lock, is_reader(lock), NULL, RL_FILE_TRY);
+}
+
 /* ---- release (check_held(): protocol.h; downgrade: protocol.c) -------- */
 
 /*

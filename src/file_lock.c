@@ -697,6 +697,7 @@ int rl_file_lock(struct range_lock_file *f, uint64_t start, uint64_t last,
 		withdraw(&a);
 		return -EINVAL;
 	}
+	rl_async_check_may_wait("lock call (waiting for another process's OFD lock)", NULL);
 	if (kind == RL_FILE_KILLABLE) {
 		pthread_cleanup_push(withdraw_on_cancel, &a);
 		r = wait_loop(&a, kind, clockid, abstime);

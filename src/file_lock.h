@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
+struct range_lock;
 struct range_lock_file;
 
 /* How a second-level acquisition may wait (the lock call's contract). */
@@ -47,6 +48,10 @@ int rl_file_lock(struct range_lock_file *f, uint64_t start, uint64_t last,
 		 bool reader, enum rl_file_wait kind, clockid_t clockid,
 		 const struct timespec *abstime, void (*on_cancel)(void *),
 		 void *arg);
+/* async.c: abort if a completion of an asynchronous request runs on this
+ * thread (a lock call there must not wait). */
+void rl_async_check_may_wait(const char *call, const struct range_lock *lock);
+
 /* Release a held request's part; aborts when it is not held at this level. */
 void rl_file_unlock(struct range_lock_file *f, uint64_t start, uint64_t last,
 		    bool reader);

@@ -13,6 +13,7 @@
  *                 into each public call), the two-level glue of bound trees
  *   waiting.c     waiting for a grant: the wait loop, spinning, sleeping,
  *                 claims, the give-up path and cancellation (waiting.h)
+ *   async.c       asynchronous requests: the completion queue, withdrawal
  *   tree_admin.c  init, destroy, set_fifo, set_fast_read, set_file, versions
  *   stats.c       statistics and the dump (stats.h)
  *   thread_id.c   the thread-id cache (thread_id.h)
@@ -86,6 +87,14 @@
  *  - Seqnums compare as signed differences (seq_before()): overtaking's
  *    "smallest - 1" may wrap below 0.
  *
+ * ASYNCHRONOUS REQUESTS (async.c has their design)
+ * =====================
+ * A queued asynchronous request is a waiter that no thread waits for:
+ * HANDOFF-marked at entry in the default policy (never overtaken, granted
+ * by put_blocker() at count 0, never ELIGIBLE), tagged RL_ASYNC_TAG; its
+ * grant appends it to the releasing thread's completion queue, which
+ * wake_list_flush() runs once tree_lock is dropped.
+ *
  * THE READER FAST PATH (fast_read.h has the protocol)
  * ===================================================
  * While no writer is in a tree, the tree may be BIASED (a flag bit): a
@@ -155,7 +164,11 @@
  *                                            that the unlock finds the slot);
  *                                            reset to 0 by that read's unlock;
  *                                            RL_GROWTH_TAG for a growth (by
- *                                            the grower, under tree_lock).
+ *                                            the grower, under tree_lock);
+ *                                            | RL_ASYNC_TAG for a queued
+ *                                            asynchronous request (set by
+ *                                            the submitter, cleared by the
+ *                                            granter, both under tree_lock).
  *   node->start, last of a held request:    by its user only, under tree_lock
  *                                            (shrink, grow: the node is
  *                                            re-keyed in the tree).
@@ -323,6 +336,8 @@ static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *
 		stat_granted_or_grown(tree->stats, waiter);
 	if (old & SLEEPING)
 		wake_list_add(wl, word);
+	else if (__builtin_expect(is_async(waiter), 0))
+		async_granted(waiter); /* no thread waits: queue its completion */
 }
 
 static inline bool intersects_any(const struct range_lock_tree *tree,

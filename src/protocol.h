@@ -99,6 +99,57 @@ static inline bool is_growth(const struct range_lock *lock)
 	return lock->owner_tid == RL_GROWTH_TAG;
 }
 
+/*
+ * An ASYNCHRONOUS request (range_read_lock_async(), async.c) queued in the
+ * tree: no thread waits for it; the release that grants it queues its
+ * completion (put_blocker()), which runs when that release has dropped
+ * tree_lock (wake_list_flush()).  Marked by this tag in owner_tid: set by
+ * the submitter before it publishes the request, cleared by the granter
+ * (async_granted(), under tree_lock): only queued requests carry it.
+ */
+#define RL_ASYNC_TAG 0x20000000u
+
+static inline bool is_async(const struct range_lock *lock)
+{
+	return (lock->owner_tid & RL_ASYNC_TAG) != 0; /* (slot tags and RL_GROWTH_TAG lack the bit) */
+}
+
+/* struct range_lock_async.state_: written under tree_lock (and by the
+ * submitter before it publishes the request). */
+enum { RL_ASYNC_IDLE, RL_ASYNC_QUEUED, RL_ASYNC_GRANTED };
+
+/* The calling thread's completions to run (async.c): appended under
+ * tree_lock by the releases this thread makes, run by wake_list_flush()
+ * once tree_lock is dropped; @running: a completion runs now (the queue is
+ * run from the outermost call only). */
+struct rl_async_queue {
+	struct range_lock_async *head, *tail;
+	bool running;
+};
+RL_HIDDEN extern _Thread_local struct rl_async_queue rl_async_queue
+	__attribute__((tls_model("initial-exec")));
+/* Run the queued completions, in grant order (unless one runs already). */
+RL_HIDDEN void rl_async_run(void);
+/* A lock call is about to make its thread wait: abort if a completion is
+ * running on it (async.c says why). */
+RL_HIDDEN void rl_async_check_may_wait(const char *call, const struct range_lock *lock);
+
+/* Under tree_lock: @lock, asynchronous, has just been granted. */
+static inline void async_granted(struct range_lock *lock)
+{
+	struct range_lock_async *req = (struct range_lock_async *)lock; /* first member */
+	struct rl_async_queue *q = &rl_async_queue;
+
+	req->state_ = RL_ASYNC_GRANTED;
+	lock->owner_tid &= ~RL_ASYNC_TAG; /* held now: an ordinary request */
+	req->next_ = NULL;
+	if (q->tail)
+		q->tail->next_ = req;
+	else
+		q->head = req;
+	q->tail = req;
+}
+
 /* Under tree_lock: held (granted; for a growth: granted, not yet merged). */
 static inline bool held_now(const struct range_lock *lock)
 {
@@ -195,6 +246,10 @@ static inline void wake_list_flush(struct wake_list *wl)
 {
 	for (int i = 0; i < wl->n; i++)
 		rl_wake_one(wl->word[i]);
+	/* Grants of asynchronous requests: their completions, now that
+	 * tree_lock is dropped (async.c). */
+	if (__builtin_expect(rl_async_queue.head != NULL, 0))
+		rl_async_run();
 }
 
 /* ---- tree operations, under tree_lock (protocol.c) -------------------- */

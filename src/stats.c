@@ -143,6 +143,8 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 			snprintf(who, sizeof(who), "slot=%u", n->owner_tid & ~RL_SLOT_TAG);
 		else if (is_growth(n)) /* units a held request is growing into */
 			snprintf(who, sizeof(who), "growth");
+		else if (is_async(n)) /* submitted by that thread, no thread waits */
+			snprintf(who, sizeof(who), "tid=%u async", n->owner_tid & ~RL_ASYNC_TAG);
 		else
 			snprintf(who, sizeof(who), "tid=%u", n->owner_tid);
 		fprintf(out, "  [%llu, %llu] %s %s seq=%llu blocking=%u %s%s\n",

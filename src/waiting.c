@@ -445,6 +445,8 @@ int wait_for_grant(struct waiter *w)
 	struct range_lock_stats *st = stats_of(w->tree);
 	int r;
 
+	rl_async_check_may_wait("lock call", w->lock);
+
 	if (w->word == WORD_NONE) /* else word_wait() began it */
 		rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
 	w->wait_start_ns = st ? now_ns() : 0;
@@ -470,6 +472,8 @@ int wait_for_grants(struct waiter *w)
 {
 	struct range_lock_stats *st = stats_of(w->tree);
 	int r = 0;
+
+	rl_async_check_may_wait("lock call", NULL);
 
 	w->wait_start_ns = st ? now_ns() : 0;
 	for (unsigned i = 0; i < w->n; i++) {

@@ -28,7 +28,8 @@
 #define RL_HANDOFF_NS INT64_C(2000000)
 #endif
 
-enum wait_kind { WAIT_PLAIN, WAIT_INTERRUPTIBLE, WAIT_KILLABLE, WAIT_TIMED };
+/* WAIT_ASYNC: an asynchronous submission (calls.c), which never waits. */
+enum wait_kind { WAIT_PLAIN, WAIT_INTERRUPTIBLE, WAIT_KILLABLE, WAIT_TIMED, WAIT_ASYNC };
 
 /* struct waiter.word: word mode's part in a wait (word_mode.c): none; it
  * polled the word only (its bound not started: it reads no clock for a

@@ -136,6 +136,8 @@ int word_wait(struct range_lock_tree *tree, struct range_lock *lock,
 	bool slept = false, past = false;
 	int spins = 0, r = WORD_TREE;
 
+	rl_async_check_may_wait("range_write_lock", lock);
+
 	w->word = WORD_SPUN; /* the bound starts when the polls end */
 	rl_probe_wait(wait_begin, tree, lock, false);
 	for (;;) {

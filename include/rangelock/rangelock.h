@@ -814,6 +814,160 @@ RANGELOCK_API int range_lock_grow_try(struct range_lock_tree *tree,
 				      struct range_lock *lock,
 				      uint64_t start, uint64_t last);
 
+/* ---- asynchronous requests (event loops) ----------------------------- */
+
+struct range_lock_async;
+
+/**
+ * range_lock_async_fn - the completion of an asynchronous request.
+ * @req:    the request, now granted (@status 0) or given back (< 0).
+ * @status: 0: @req holds its range; unlock it as any request
+ *          (range_read_unlock() or range_write_unlock() on &@req->lock, by
+ *          its mode, from any thread).  -EAGAIN: only on a tree bound to a
+ *          file, when another process (or another tree of this process
+ *          bound to the same file) holds an OFD lock on its bytes: the
+ *          request holds nothing and is in no tree; submit it again later.
+ *
+ * Called exactly once per queued request that is not withdrawn, on the
+ * thread whose release (unlock, downgrade, shrink, a give-up, a
+ * withdrawal) granted it, after that call has dropped every internal lock
+ * and before it returns, with cancellation disabled.  The library never
+ * touches @req after calling it: the completion may free it.  It must
+ * return (pthread_exit() in a completion aborts with a message: the
+ * completions queued behind it would be lost; longjmp() out of it is
+ * undefined).  It runs inside whatever call released the range, on that
+ * thread -- an unlock, a timed lock call that gave up, a killable call's
+ * cancellation -- so it must not take a lock that such a caller may hold
+ * around that call (an application mutex held across an unlock, taken
+ * again in the completion, deadlocks).
+ *
+ * A completion may call any librangelock call that does not wait: unlock,
+ * trylock, the asynchronous calls, shrink, downgrade.  A lock call that
+ * has to wait (on any tree) aborts with a message: it would stall the
+ * release the completion runs in, maybe for ever (the range it waits for
+ * may be one whose completion is queued behind it).  (On a tree bound to a
+ * file, a blocking lock call held at once locally may still wait for
+ * another process's OFD lock; in a completion, use trylock there.)  When a
+ * completion's own unlock grants other asynchronous requests, their
+ * completions run on the same thread after it returns, one after the other
+ * in grant order -- never nested, so a chain of grants takes constant
+ * stack.  Keep
+ * completions short: post the request to your event loop (an eventfd, a
+ * pipe, a queue) and do the work there.
+ */
+typedef void range_lock_async_fn(struct range_lock_async *req, int status);
+
+/**
+ * struct range_lock_async - a request acquired without blocking a thread.
+ * @lock: the request itself: read @lock.start and @lock.last; unlock it
+ *        with range_read_unlock() or range_write_unlock() once granted.
+ * @done: the completion (range_lock_async_fn).
+ * @arg:  yours; the library never reads it.
+ *
+ * The other fields are private.  Initialise with range_lock_async_init().
+ * From a submission that queues it until its completion has been called (or
+ * it has been withdrawn) the library owns the request: do not free or
+ * reuse it meanwhile.
+ */
+struct RANGELOCK_ALIGN8 range_lock_async {
+	struct range_lock lock;
+	range_lock_async_fn *done;
+	void *arg;
+	struct range_lock_tree *tree_;   /* private: the tree it was queued in */
+	struct range_lock_async *next_;  /* private: the completion queue */
+	uint32_t state_;                 /* private: idle, queued, granted */
+	uint32_t reserved_;
+};
+
+/**
+ * range_lock_async_init() - prepare an asynchronous request for
+ * [start, last].
+ * @req:   the request; it must not be in a tree.
+ * @start: first unit.
+ * @last:  last unit, inclusive; start <= last.
+ * @done:  the completion; not NULL.
+ * @arg:   stored in @req->arg for the completion.
+ *
+ * Return: 0, or -EINVAL if start > last (the request is then prepared for
+ * [0, 0], as range_lock_init() does) or @done is NULL; either way it has
+ * no completion then, and submitting it aborts.
+ */
+RANGELOCK_API int range_lock_async_init(struct range_lock_async *req,
+					uint64_t start, uint64_t last,
+					range_lock_async_fn *done, void *arg);
+
+/**
+ * range_read_lock_async() - lock @req's range for reading without waiting:
+ * held now, or queued until a release grants it.
+ *
+ * For event loops (epoll, io_uring, libuv servers) that must not park a
+ * thread.  A queued request waits in the tree like any waiter and is
+ * granted by the release that frees it, which then calls @req->done on the
+ * releasing thread (see range_lock_async_fn).  Order: FIFO tree: arrival
+ * order, as every request.  Default policy: a queued asynchronous request
+ * is never overtaken (it is marked for the hand-off from the moment it is
+ * queued, so the hand-off bound is 0 for it), and the release that leaves
+ * it no blocker grants it directly.  (A holder from before it that grows
+ * into its range still comes first: a growth takes its owner's place, see
+ * range_lock_grow().)  An asynchronous request is taken
+ * through the lock word on an empty tree, or through the reader fast path,
+ * when that holds it at once, and never waits on the lock word.
+ *
+ * Deadlines: the library has no timer thread.  Arm a timer in your loop and
+ * call range_lock_async_cancel() when it fires; 0 is your -ETIMEDOUT, and
+ * -EALREADY means the completion comes (or came) with the grant.
+ *
+ * On a tree bound to a file, the OFD lock is tried without waiting, at
+ * submission (held now, -EAGAIN) and at the grant (the completion gets 0
+ * or -EAGAIN): a request never blocks a thread on another process.
+ *
+ * The checking mode checks the tree with asynchronous requests in it, but
+ * counts them as no thread's holds (no self-deadlock, lock-order or
+ * thread-exit checks: they belong to the loop, not to a thread).
+ *
+ * A queued request stands in the tree like a held one for later requests:
+ * a thread that would unlock it (the loop) must not block in a lock call
+ * on a range that conflicts with it -- that call waits for the request,
+ * whose completion waits for the loop.
+ *
+ * Statistics count a queued request as a contended lock call, its grant as
+ * an acquisition, a withdrawal in @gave_up_cancel; the dump shows a queued
+ * one as "async".
+ *
+ * Return: 0 (held now; the completion is not called), -EINPROGRESS (queued:
+ * the completion will be called exactly once, unless the request is
+ * withdrawn), -EAGAIN (bound tree, another process or another tree bound
+ * to the file holds the bytes; nothing held, no completion), or -EINVAL (bound tree, a range beyond
+ * off_t).  Aborts on a NULL tree or request, a request with no completion,
+ * or one already in a tree or queued.
+ */
+RANGELOCK_API int range_read_lock_async(struct range_lock_tree *tree,
+					struct range_lock_async *req);
+/** range_write_lock_async() - range_read_lock_async() for writing. */
+RANGELOCK_API int range_write_lock_async(struct range_lock_tree *tree,
+					 struct range_lock_async *req);
+
+/**
+ * range_lock_async_cancel() - withdraw a queued asynchronous request.
+ * @tree: the tree it was submitted to.
+ * @req:  the request.
+ *
+ * A withdrawn request leaves the tree as a give-up does: the requests that
+ * waited for it only are released (and may be granted, their completions
+ * run on this thread before the call returns).  Its completion is never
+ * called; @req is yours again.
+ *
+ * Return: 0 when withdrawn; -EALREADY when @req was not queued any more: it
+ * was granted -- its completion has run, is running or is about to run on
+ * the granting thread, exactly once (wait for it through whatever the
+ * completion signals; do not unlock or free @req before) -- or it was held
+ * at submission.  Aborts on a NULL argument, a request queued in another
+ * tree, or one not submitted asynchronously since its initialisation or its
+ * withdrawal (a second cancel of a withdrawn request).
+ */
+RANGELOCK_API int range_lock_async_cancel(struct range_lock_tree *tree,
+					  struct range_lock_async *req);
+
 /*
  * Lock-order annotations (the kernel's lockdep names).  @subclass tells the
  * checking mode (see "Debugging" in the README, and docs/debugging.md)
@@ -853,7 +1007,8 @@ struct RANGELOCK_ALIGN8 range_lock_stats {
 	uint64_t wait_ns_max;         /* longest single wait */
 	uint64_t gave_up_signal;      /* _interruptible calls that returned -EINTR */
 	uint64_t gave_up_timeout;     /* _timedlock calls that returned -ETIMEDOUT */
-	uint64_t gave_up_cancel;      /* _killable waits ended by cancellation */
+	uint64_t gave_up_cancel;      /* _killable waits ended by cancellation,
+				       * asynchronous requests withdrawn */
 	uint64_t trylock_failed;      /* trylock calls that returned 0 */
 	uint64_t held_now;            /* requests holding their range now */
 	uint64_t waiting_now;         /* requests waiting now */

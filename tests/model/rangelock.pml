@@ -86,6 +86,23 @@
  *                               tree_lock MAT -> IDLE + erase unlock_common()
  * fast_monitor, fast_granted()  the fast path's invariants    (ghost)
  *
+ * -DASYNC: asynchronous requests (src/async.c, lock_async() in calls.c)
+ * start: "asy" choice           range_*_lock_async(): entry   lock_async_local()
+ *                               as a lock call, never a
+ *                               trylock; counted: queued
+ *                               HANDOFF-marked (default),
+ *                               aq (state QUEUED), tag
+ * put_blocker(k): "async[k]"    the grant of a tagged request async_granted():
+ *                               appends it to the RELEASING   the releaser's
+ *                               thread's queue (aql)          queue
+ * wake_flush(): aql loop        its completion, after         rl_async_run()
+ *                               tree_unlock(): comp[k] = 1
+ * async_q:                      the submitter: waits for the  (the caller's loop)
+ *                               completion, or cancels:       range_lock_async_
+ *                               QUEUED -> withdraw (remove_   cancel()
+ *                               request), else -EALREADY
+ *                               and wait for the completion
+ *
  * ABSTRACTIONS (argued in docs/model.md): one atomic step per critical
  * section (-DSPLIT_CS checks that); TL_SLEEPERS and the internal lock's own
  * futex are not modelled; seqnums are ranks (an overtaker is inserted just
@@ -118,7 +135,13 @@
  * bounded overtaking (granted(): no request that entered after a waiter
  * marked itself and conflicts with it is granted before it); check_held();
  * no invalid end state; progress (-DLIVENESS, pan -a -f): every request
- * that waits is eventually granted or gives up.
+ * that waits is eventually granted or gives up.  -DASYNC adds: a
+ * completion runs exactly once per queued request that is not withdrawn
+ * (aw: assert at the completion; a request whose completion never comes
+ * leaves its thread blocked: an invalid end state), never for a withdrawn
+ * one, only after its grant (word 0, in the tree) and after tree_lock is
+ * dropped; nothing overtakes a queued asynchronous request (it counts as
+ * marked for granted()'s bounded-overtaking check from its entry on).
  *
  * MUTANTS (one change behind a macro each; each must make the check fail)
  *  both policies (run with -DFIFO):
@@ -161,6 +184,15 @@
  *   MUT_SCAN_SKIPS_ORPHANED       (-DORPHAN) a failed scan CAS skips the
  *                                 slot (FASTREAD.md as written), though
  *                                 the owner's exit made it PUB|ORPHAN
+ *  asynchronous requests (-DASYNC):
+ *   MUT_ASYNC_COMPLETE_NEVER      put_blocker() grants a tagged request but
+ *                                 does not queue its completion
+ *   MUT_ASYNC_COMPLETE_TWICE      a cancel that finds the request granted
+ *                                 runs its completion too
+ *   MUT_ASYNC_NOT_MARKED          a queued request is not HANDOFF-marked
+ *                                 (default policy: it is overtaken)
+ *   MUT_ASYNC_CANCEL_GRANTED      the cancel withdraws a granted request
+ *                                 too (no state test)
  */
 
 #ifndef NUNITS
@@ -243,6 +275,15 @@ byte sr[NUNITS];      /* ghost shadow: readers in the unit */
 bit  sw[NUNITS];      /* ghost shadow: a writer in the unit */
 
 hidden byte hk, hm, hc;   /* scratch for d_step computations */
+
+#ifdef ASYNC
+bit  async[N];        /* request i is asynchronous and was queued (the tag) */
+bit  aq[N];           /* its state_ is QUEUED (else GRANTED or idle) */
+bit  aw[N];           /* ghost: its completion is owed (queued, not
+			 withdrawn, not completed) */
+bit  comp[N];         /* ghost: its completion ran, the submitter not yet
+			 told (the caller's loop) */
+#endif
 
 #ifdef FASTREAD
 /* ---- the reader fast path (issue 13, FASTREAD.md) ------------------------
@@ -329,6 +370,12 @@ inline materialise()
 #define TREE_UNLOCK  tw = ((nreq > 0 || biased) -> TW_NONEMPTY : TW_FREE)
 #else
 #define TREE_UNLOCK  tw = (nreq > 0 -> TW_NONEMPTY : TW_FREE)
+#endif
+
+#ifdef ASYNC
+#define NOT_ASYNC  && !asy	/* an asynchronous request is no trylock */
+#else
+#define NOT_ASYNC
 #endif
 
 #ifdef FASTREAD
@@ -632,6 +679,17 @@ inline put_blocker(k)
 		:: word[k] == 0 -> granted(k)
 		:: else
 		fi;
+#ifdef ASYNC
+		if
+		:: word[k] == 0 && async[k] ->	/* async_granted() */
+			assert(aq[k] && !(old & SLEEPING));
+			aq[k] = 0;
+#ifndef MUT_ASYNC_COMPLETE_NEVER
+			aql = aql | (1 << k)
+#endif
+		:: else
+		fi;
+#endif
 		if
 		:: old & SLEEPING -> wl = wl | (1 << k)
 		:: else
@@ -695,6 +753,17 @@ inline remove_request(why)
 	}
 }
 
+#ifdef ASYNC
+/* A completion runs for request k: exactly once (owed: queued, not
+ * withdrawn, not run yet), only after its grant (held: word 0, in the
+ * tree); the submitter is told (comp). */
+inline run_completion(k)
+{
+	assert(aw[k] && intree[k] && word[k] == 0);
+	aw[k] = 0; comp[k] = 1
+}
+#endif
+
 /* wake_list_flush(): rl_wake_one() on each recorded word, after
  * tree_unlock().  FUTEX_WAKE: whoever is blocked on the word now (it may be
  * a later request of the same thread: a spurious wake-up for it). */
@@ -712,7 +781,24 @@ inline wake_flush()
 			wl = wl & ~(1 << j);
 			j = 0
 		}
+	od;
+#ifdef ASYNC
+	/* rl_async_run(): the completions this thread's releases queued, in
+	 * its own steps, after tree_unlock() */
+	do
+	:: aql == 0 -> break
+	:: else ->
+		atomic {
+			if
+			:: aql & 1 -> j = 0
+			:: else -> if :: aql & 2 -> j = 1 :: else -> j = 2 fi
+			fi;
+			run_completion(j);
+			aql = aql & ~(1 << j);
+			j = 0
+		}
 	od
+#endif
 }
 
 /* The caller's critical section begins: exclusion on the shadow; a thread
@@ -797,6 +883,10 @@ proctype thread(byte i)
 	byte cnt;	/* lock_common()'s blockers */
 	byte v;		/* wait_loop()'s v */
 	byte wl;	/* wake list, bit k = request k */
+#ifdef ASYNC
+	bit  asy;	/* this request is asynchronous */
+	byte aql;	/* this thread's completion queue, bit k = request k */
+#endif
 	byte old, j;
 #ifdef ROUNDS
 	byte rounds;	/* requests made so far, less one */
@@ -839,6 +929,13 @@ start:
 		:: st[i] = 1; la[i] = 1
 		:: st[i] = 1; la[i] = 2
 		:: st[i] = 2; la[i] = 2
+		fi;
+#endif
+#ifdef ASYNC
+		/* a lock call, or range_*_lock_async() */
+		if
+		:: asy = 1
+		:: asy = 0
 		fi;
 #endif
 #ifdef FASTREAD
@@ -893,7 +990,7 @@ entry:			/* (the scan is over) */
 			count_blockers();
 			if
 #ifndef NO_TRYLOCK
-			:: cnt > 0 && !ovt ->	/* trylock_common(): busy (rule 3) */
+			:: cnt > 0 && !ovt NOT_ASYNC ->	/* trylock_common(): busy (rule 3) */
 				cnt = 0; TREE_UNLOCK; goto leave
 #endif
 			:: true		/* a lock call, or a trylock that wins */
@@ -925,6 +1022,19 @@ entry:			/* (the scan is over) */
 				seq[i] = nreq;
 				intree[i] = 1;
 				word[i] = cnt * ONE_BLOCKER
+#ifdef ASYNC
+				;
+				if
+				:: asy && cnt > 0 ->	/* queued asynchronously */
+#ifndef MUT_ASYNC_NOT_MARKED
+					word[i] = word[i] | (FIFO_TREE -> 0 : HANDOFF);
+#endif
+					marked[i] = 1;	/* ghost: nothing overtakes it */
+					late[i] = 0;
+					async[i] = 1; aq[i] = 1; aw[i] = 1
+				:: else
+				fi
+#endif
 			fi;
 			nreq++;
 			if
@@ -949,6 +1059,12 @@ entry:			/* (the scan is over) */
 		:: cnt == 0 -> shadow_enter(); goto owner
 		:: else
 		fi;
+#ifdef ASYNC
+		if
+		:: asy -> cnt = 0; goto async_q	/* returned -EINPROGRESS */
+		:: else
+		fi;
+#endif
 		/* It waits: how (which lock call)?  Plain, or the thread's
 		 * way of giving up: thread 0 _interruptible, thread 1
 		 * _timedlock, thread 2 _killable (-DALL_KINDS: any thread any
@@ -1108,6 +1224,40 @@ cancelled:	/* withdraw_on_cancel() -> withdraw_request(GIVE_UP_CANCEL) */
 		check_inv();
 	CS_END;
 	goto leave;
+
+#ifdef ASYNC
+async_q:	/* queued: the caller's loop waits for the completion, or calls
+		 * range_lock_async_cancel() */
+	if
+	:: atomic { comp[i] -> comp[i] = 0; shadow_enter(); goto owner }
+	:: true
+	fi;
+	CS_BEGIN
+		if
+#ifndef MUT_ASYNC_CANCEL_GRANTED
+		:: aq[i] ->		/* QUEUED: withdraw */
+#else
+		:: aq[i] || aw[i] ->	/* mutant: granted ones too */
+#endif
+			if
+			:: COUNT(word[i]) != 0 -> nwait--
+			:: else
+			fi;
+			remove_request(W_GIVEUP);
+			aq[i] = 0; aw[i] = 0; async[i] = 0;
+			waiting[i] = 0; expired[i] = 0;
+			check_inv();
+			TREE_UNLOCK;
+			goto leave
+		:: else ->		/* -EALREADY: granted */
+#ifdef MUT_ASYNC_COMPLETE_TWICE
+			run_completion(i);	/* mutant: the cancel runs it too */
+#endif
+			check_inv()
+		fi;
+	CS_END;
+	atomic { comp[i] -> comp[i] = 0; shadow_enter(); goto owner }
+#endif
 
 #ifdef FASTREAD
 revoke:	/* revoke_fast_readers(), under tree_lock (BIASED was set, so no
@@ -1295,6 +1445,10 @@ leave:
 		fslot = 0;
 #endif
 		isr = 0; fast = 0; may_spin = 0; kind = 0; v = 0
+#ifdef ASYNC
+		; assert(aql == 0 && !aq[i] && !aw[i] && !comp[i]);
+		asy = 0; async[i] = 0
+#endif
 	}
 #ifdef ROUNDS
 	if

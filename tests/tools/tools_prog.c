@@ -10,7 +10,8 @@
  *
  * It covers writers and readers on overlapping ranges, a writer on a
  * disjoint range, waits long enough to sleep on the futex, downgrade,
- * trylock, timedlock (granted, and one that times out).  Short on purpose:
+ * trylock, timedlock (granted, and one that times out), an asynchronous
+ * request granted by another thread's release and served by a third.  Short on purpose:
  * it also runs under Valgrind.  Exit 0 when every count is right.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -29,7 +30,7 @@
 #define RACY 0
 #endif
 
-#define UNITS 405
+#define UNITS 412
 #define ITER 24
 #define NTHREADS 6
 
@@ -537,6 +538,98 @@ static int first_claims(void)
 	return 0;
 }
 
+/*
+ * An asynchronous request for [410, 411], queued behind main's hold of
+ * [410] and thread A's of [411]; whichever unlocks last grants it and runs
+ * the completion, which updates both units and hands the request to thread
+ * C (a mutex and condition variable, as an event loop's queue would), which
+ * updates them again and unlocks.  Each update is ordered after the
+ * other's only by the library's edges (tree_lock, the grant).
+ */
+static pthread_mutex_t async_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t async_cv = PTHREAD_COND_INITIALIZER;
+static int async_step;                  /* 1: A holds, 2: go, 3: completed */
+static struct range_lock_async async_req;
+
+static void async_done(struct range_lock_async *a, int status)
+{
+	if (status)
+		abort();
+	data[410]++;
+	data[411]++;
+	pthread_mutex_lock(&async_mu);
+	async_step = 3;
+	pthread_cond_broadcast(&async_cv);
+	pthread_mutex_unlock(&async_mu);
+	(void)a;
+}
+
+static void async_wait_step(int step)
+{
+	pthread_mutex_lock(&async_mu);
+	while (async_step < step)
+		pthread_cond_wait(&async_cv, &async_mu);
+	pthread_mutex_unlock(&async_mu);
+}
+
+static void async_set_step(int step)
+{
+	pthread_mutex_lock(&async_mu);
+	async_step = step;
+	pthread_cond_broadcast(&async_cv);
+	pthread_mutex_unlock(&async_mu);
+}
+
+static void *async_holder(void *arg)
+{
+	struct range_lock r;
+
+	(void)arg;
+	range_lock_init(&r, 411, 411);
+	range_write_lock(&tree, &r);
+	async_set_step(1);
+	async_wait_step(2);
+	data[411]++;
+	range_write_unlock(&tree, &r);
+	return NULL;
+}
+
+static void *async_server(void *arg)
+{
+	(void)arg;
+	async_wait_step(3);
+	data[410]++;
+	data[411]++;
+	range_write_unlock(&tree, &async_req.lock);
+	return NULL;
+}
+
+static int async_phase(void)
+{
+	struct range_lock r;
+	pthread_t a, c;
+	int ret;
+
+	range_lock_init(&r, 410, 410);
+	range_write_lock(&tree, &r);
+	if (pthread_create(&a, NULL, async_holder, NULL) ||
+	    pthread_create(&c, NULL, async_server, NULL))
+		abort();
+	async_wait_step(1);
+	range_lock_async_init(&async_req, 410, 411, async_done, NULL);
+	ret = range_write_lock_async(&tree, &async_req);
+	async_set_step(2);
+	data[410]++;
+	range_write_unlock(&tree, &r);
+	pthread_join(a, NULL);
+	pthread_join(c, NULL);
+	if (ret != -EINPROGRESS) {
+		fprintf(stderr, "tools_prog: asynchronous request returned %d\n", ret);
+		return 1;
+	}
+	return 0;
+}
+
 /* A timed wait that gives up: main holds [300, 300] meanwhile. */
 static void *give_up(void *arg)
 {
@@ -560,6 +653,7 @@ int main(void)
 	bad = first_claims();
 	bad |= handoffs();
 	bad |= fast_phase();
+	bad |= async_phase();
 	range_lock_init(&hold, 300, 300);
 	range_write_lock(&tree, &hold);
 	if (pthread_create(&late, NULL, give_up, NULL))
@@ -579,7 +673,7 @@ int main(void)
 	}
 	for (int i = 0; i < UNITS; i++) {
 		int want = i == 300 || i == 403 || i == 404 ? 1 : i == 400 ? 2 :
-			   i == 401 ? 7 : i == 402 ? 5 : 0;
+			   i == 401 ? 7 : i == 402 ? 5 : i == 410 || i == 411 ? 3 : 0;
 
 		for (int t = 0; t < NTHREADS; t++)
 			want += added[t][i];

@@ -129,6 +129,7 @@ static struct options {
 	bool expect_fast_reads;    /* fail if no read hold was a fast one */
 	bool expect_word_mode;     /* fail if no word sleeper was ever seen */
 	double many_share;         /* percent of operations that lock a set */
+	double async_share;        /* percent of operations that submit asynchronously */
 	double grow_share;         /* percent of operations that grow/shrink */
 } opt = {
 	.type = T_RANGE,
@@ -325,6 +326,8 @@ struct slot {
 	_Atomic uint64_t word_chances; /* calls that found a conflicting word holder and waited */
 	/* --many, --grow */
 	_Atomic uint64_t sets, patterns, grows, shrinks, unlock_many;
+	/* --async */
+	_Atomic uint64_t asyncs, async_queued, async_withdrawn, async_late_cancel;
 	_Atomic uint64_t stats_slack;  /* set members the library may count as
 					* acquired although the set gave up */
 	/* --xunlock: a hold handed to the unlocker thread, which unmarks
@@ -905,6 +908,92 @@ static bool word_chance(const struct range_lock *rl, bool writer, enum call c)
 
 static void multi_op(struct slot *s, struct rng *r, bool set);
 
+/*
+ * ---- asynchronous requests (range_*_lock_async, range_lock_async_cancel) --
+ * --async=P: P% of the operations submit an asynchronous request.  Held at
+ * once, it is held; queued, half of them are withdrawn after a random pause
+ * of up to about 30 us, racing the grant (withdrawn: the completion must
+ * never run; -EALREADY: it runs), the others waited for.  The completion
+ * (on whichever thread's release granted it) records its call; the actor
+ * waits for it, checks it ran once with 0, then holds the range under the
+ * shadow check like any other hold.  Cancellation is disabled meanwhile: a
+ * queued request on an unwound stack would be written by its completion.
+ */
+struct async_req {
+	struct range_lock_async a;    /* first: the completion gets &a */
+	atomic_int calls;
+	atomic_int status;
+};
+
+static void async_completed(struct range_lock_async *a, int status)
+{
+	struct async_req *q = (struct async_req *)a;
+
+	atomic_store_explicit(&q->status, status, memory_order_relaxed);
+	atomic_fetch_add_explicit(&q->calls, 1, memory_order_release); /* last touch */
+}
+
+static void async_op(struct slot *s, struct rng *r)
+{
+	struct async_req q;
+	uint64_t a, b, start, last;
+	bool writer = s->writer;
+	int ret, cancel_state;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+	make_range(r, &a, &b, &start, &last);
+	atomic_init(&q.calls, 0);
+	atomic_init(&q.status, 0);
+	if (range_lock_async_init(&q.a, start, last, async_completed, NULL))
+		slot_error(s, "range_lock_async_init failed");
+	SET(s->cur_start, start);
+	SET(s->cur_last, last);
+	set_state(s, S_LOCKING);
+	ret = lib_writer(writer) ? range_write_lock_async(&tree, &q.a)
+				 : range_read_lock_async(&tree, &q.a);
+	INC(s->asyncs);
+	INC(s->progress);
+	if (ret == -EINPROGRESS) {
+		INC(s->async_queued);
+		if (rnd(r) & 1) {
+			for (volatile unsigned i = 0, n = (unsigned)(rnd(r) % 4000); i < n; i++)
+				;
+			ret = range_lock_async_cancel(&tree, &q.a);
+			if (ret == 0) {
+				INC(s->async_withdrawn);
+				if (atomic_load(&q.calls))
+					slot_error(s, "completion of a withdrawn asynchronous request");
+				set_state(s, S_IDLE);
+				pthread_setcancelstate(cancel_state, NULL);
+				return;
+			}
+			if (ret != -EALREADY)
+				slot_error(s, "range_lock_async_cancel returned %d", ret);
+			INC(s->async_late_cancel);
+		}
+		while (!atomic_load_explicit(&q.calls, memory_order_acquire))
+			sleep_ns(2000);
+		if (atomic_load(&q.calls) != 1 || atomic_load(&q.status) != 0)
+			slot_error(s, "asynchronous completion ran %d times, status %d",
+				   atomic_load(&q.calls), atomic_load(&q.status));
+	} else if (ret != 0) {
+		slot_error(s, "range_%s_lock_async returned %d", writer ? "write" : "read", ret);
+	} else if (atomic_load(&q.calls)) {
+		slot_error(s, "completion of an asynchronous request held at submission");
+	}
+	INC(s->acquired);
+	set_state(s, S_HOLDING);
+	shadow_enter(s, writer, a, b);
+	hold(s, r);
+	shadow_check(s, writer, a, b, "before unlock (asynchronous request)");
+	shadow_leave(writer, a, b);
+	do_unlock(&q.a.lock, writer);
+	if (atomic_load(&q.calls) > 1)
+		slot_error(s, "asynchronous completion ran %d times", atomic_load(&q.calls));
+	set_state(s, S_IDLE);
+	pthread_setcancelstate(cancel_state, NULL);
+}
+
 static void one_op(struct slot *s, struct rng *r)
 {
 	struct range_lock rl;
@@ -919,6 +1008,10 @@ static void one_op(struct slot *s, struct rng *r)
 	}
 	if (!type_is_whole() && chance(r, opt.grow_share)) {
 		multi_op(s, r, false);
+		return;
+	}
+	if (type_is_range() && chance(r, opt.async_share)) {
+		async_op(s, r);
 		return;
 	}
 	c = pick_call(r);
@@ -2241,6 +2334,8 @@ static void usage(FILE *f)
 "  --xunlock=P         percent of holds unlocked by another thread (0)\n"
 "  --many=P            percent of operations that lock a set of 2-3 ranges (0)\n"
 "  --grow=P            percent of operations that grow/shrink a held range (0)\n"
+"  --async=P           percent of operations that submit an asynchronous request,\n"
+"                      half of the queued ones withdrawn racing the grant (0)\n"
 "  --expect-fast-reads fail if no read hold took the reader fast path\n"
 "  --expect-word-mode  sample the tree's lock word; fail if whole-resource\n"
 "                      calls met a conflicting word holder and waited, but\n"
@@ -2326,7 +2421,7 @@ static void parse_options(int argc, char **argv)
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
 		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST, O_EXPWORD,
-		O_MANY, O_GROW,
+		O_MANY, O_GROW, O_ASYNC,
 	};
 	static const struct option longopts[] = {
 		{ "type", required_argument, 0, O_TYPE },
@@ -2363,6 +2458,7 @@ static void parse_options(int argc, char **argv)
 		{ "xunlock", required_argument, 0, O_XUNLOCK },
 		{ "many", required_argument, 0, O_MANY },
 		{ "grow", required_argument, 0, O_GROW },
+		{ "async", required_argument, 0, O_ASYNC },
 		{ "expect-fast-reads", no_argument, 0, O_EXPFAST },
 		{ "expect-word-mode", no_argument, 0, O_EXPWORD },
 		{ "help", no_argument, 0, O_HELP },
@@ -2531,6 +2627,10 @@ static void parse_options(int argc, char **argv)
 			if (!parse_double(optarg, &opt.grow_share) || opt.grow_share > 100)
 				bad_option(name, optarg);
 			break;
+		case O_ASYNC:
+			if (!parse_double(optarg, &opt.async_share) || opt.async_share > 100)
+				bad_option(name, optarg);
+			break;
 		case O_EXPFAST:
 			opt.expect_fast_reads = true;
 			break;
@@ -2622,10 +2722,11 @@ static void check_tree_stats(const struct range_lock_stats *st)
 	if (st->trylock_failed != SUM(try_busy))
 		error("tree statistics: trylock_failed=%" PRIu64 " but the threads saw"
 		      " %" PRIu64 " busy trylocks", st->trylock_failed, SUM(try_busy));
-	if (st->gave_up_cancel != SUM(cancelled_in_lock))
+	if (st->gave_up_cancel != SUM(cancelled_in_lock) + SUM(async_withdrawn))
 		error("tree statistics: gave_up_cancel=%" PRIu64 " but %" PRIu64
-		      " threads were cancelled in a killable call", st->gave_up_cancel,
-		      SUM(cancelled_in_lock));
+		      " threads were cancelled in a killable call and %" PRIu64
+		      " asynchronous requests withdrawn", st->gave_up_cancel,
+		      SUM(cancelled_in_lock), SUM(async_withdrawn));
 	/* A waiter cancelled just after its grant is counted as acquired by
 	 * the library but never saw its lock call return. */
 	if (lib < acquired || lib > acquired + st->gave_up_cancel + SUM(stats_slack))
@@ -2664,7 +2765,7 @@ static void check_tree_stats_mid(const struct range_lock_stats *st,
 	if (st->gave_up_signal > SUM(gave_up_intr) ||
 	    st->gave_up_timeout > SUM(gave_up_timeout) ||
 	    st->trylock_failed > SUM(try_busy) ||
-	    st->gave_up_cancel > SUM(cancelled_in_lock))
+	    st->gave_up_cancel > SUM(cancelled_in_lock) + SUM(async_withdrawn))
 		error("tree statistics enabled half-way count more give-ups or busy"
 		      " trylocks than the threads saw in the whole run");
 }
@@ -2690,6 +2791,10 @@ static void print_calls(void)
 		       " tried), unlocked at once %" PRIu64 "; grow calls %" PRIu64
 		       ", shrinks %" PRIu64 "\n", SUM(sets), SUM(patterns),
 		       SUM(unlock_many), SUM(grows), SUM(shrinks));
+	if (opt.async_share > 0)
+		printf("Asynchronous: %" PRIu64 " submitted, %" PRIu64 " queued, %" PRIu64
+		       " withdrawn, %" PRIu64 " cancels too late (granted)\n", SUM(asyncs),
+		       SUM(async_queued), SUM(async_withdrawn), SUM(async_late_cancel));
 }
 
 static void check_starvation(bool writer, double secs)

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librangelock: asynchronous requests -- acquiring a range without
+ * blocking a thread (range_read_lock_async(), for event loops).
+ *
+ * The submission is in calls.c (lock_async(): the entry of every lock call,
+ * then the tree); this file has what follows: the completion queue, the
+ * withdrawal (range_lock_async_cancel()) and range_lock_async_init().
+ *
+ * DESIGN
+ * ======
+ * A queued asynchronous request is an ordinary waiter of the tree (the
+ * invariant of protocol.c's DESIGN comment holds for it as for any other)
+ * with three differences, all decided at submission under tree_lock:
+ *   - no thread waits for it: its wait word never has SLEEPING;
+ *   - in the default policy it is HANDOFF-marked from the start, so that
+ *     nobody overtakes it (scan_entry() finds it "must wait") and the
+ *     release that takes its last blocker grants it (put_blocker(): a
+ *     marked or non-sleeping waiter is granted, never made ELIGIBLE).  In a
+ *     FIFO tree every waiter is granted at count 0 anyway.  So a queued
+ *     asynchronous request is granted exactly by the release that leaves
+ *     it no blocker, in both policies, and waits only for the requests
+ *     that were in the tree when it was queued and conflict with it (and
+ *     for a growth of one of those into its range: a growth takes its
+ *     owner's place, protocol.c);
+ *   - owner_tid carries RL_ASYNC_TAG, so that this grant appends the
+ *     request to the RELEASING thread's completion queue (async_granted(),
+ *     protocol.h) instead of waking a thread.
+ *
+ * The completion runs after that release has dropped tree_lock: every
+ * release path ends in wake_list_flush(), which runs this thread's queue
+ * (rl_async_run()).  Completions run one after the other, in grant order;
+ * a completion that releases a range (unlock in the completion, the usual
+ * pattern of a chain) appends to the same queue, which the outermost
+ * rl_async_run() drains: never nested, constant stack.  Cancellation is
+ * disabled meanwhile, so that a cancellation point inside a completion
+ * cannot unwind the releaser with granted requests left in its queue
+ * (they would hold their ranges with nobody told).
+ *
+ * Exactly once: a request enters a queue only at its grant, and it is
+ * granted once (a granted request counts nobody's release any more);
+ * state_ says at every tree_lock release whether it is QUEUED (in the
+ * tree, word != 0), or GRANTED (its completion queued or run), and the
+ * withdrawal decides under tree_lock: a QUEUED request leaves the tree
+ * through remove_request() like any give-up (the requests that counted it
+ * lose that blocker) and is never granted; a GRANTED one is left alone.
+ * tests/model/async.pml checks this, the order and the progress.
+ *
+ * Who writes what:
+ *   req->state_:  by the submitter before it publishes the request (under
+ *                 tree_lock, or alone for a request held through the lock
+ *                 word or a slot); then under tree_lock by the granter
+ *                 (GRANTED) or the withdrawer (IDLE).
+ *   req->next_:   by the granter under tree_lock (its own queue), read by
+ *                 the same thread.
+ *   req->tree_:   by the submitter before it publishes the request (every
+ *                 submission, held at once or queued); reset by the
+ *                 withdrawer.
+ *   req->done, req->arg: by the user, before the submission.
+ * The library touches nothing of @req after calling its completion.
+ *
+ * Memory order: the grant is put_blocker()'s release CAS, as for any
+ * waiter; the completion runs on the thread that made it, after every
+ * release that counted for the request happened under tree_lock before
+ * (each announced by rl_hb_release(word)), so the completion's
+ * rl_hb_acquire_last(word) is all race detectors need: the completion
+ * happens after the release that granted it, and after the earlier
+ * holders' critical sections.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <rangelock/rangelock.h>
+
+#include "annotate.h"
+#include "protocol.h"
+#include "stats.h"
+
+_Thread_local struct rl_async_queue rl_async_queue
+	__attribute__((tls_model("initial-exec")));
+
+/* calls.c: a granted request of a bound tree takes its OFD lock, without
+ * waiting (0), or lets go of its range (-EAGAIN). */
+RL_HIDDEN int rl_async_file_grant(struct range_lock_async *req);
+
+int range_lock_async_init(struct range_lock_async *req, uint64_t start,
+			  uint64_t last, range_lock_async_fn *done, void *arg)
+{
+	int r;
+
+	if (!req)
+		rl_die("range_lock_async_init", NULL, "NULL request");
+	r = range_lock_init(&req->lock, start, last);
+	req->done = r ? NULL : done;
+	req->arg = arg;
+	req->tree_ = NULL;
+	req->next_ = NULL;
+	req->state_ = RL_ASYNC_IDLE;
+	req->reserved_ = 0;
+	return r ? r : done ? 0 : -EINVAL;
+}
+
+/* A completion left by pthread_exit() (or a thread cancellation it enabled
+ * itself): the requests queued behind it would hold their ranges with
+ * nobody told.  Say so and abort. */
+static void completion_did_not_return(void *arg)
+{
+	(void)arg;
+	rl_die("rl_async_run", NULL, "a completion of an asynchronous request did "
+	       "not return (pthread_exit() in a completion?)");
+}
+
+void rl_async_run(void)
+{
+	struct rl_async_queue *q = &rl_async_queue;
+	struct range_lock_async *req;
+	int cancel_state;
+
+	if (q->running)
+		return; /* a completion of ours granted it: run after it returns */
+	q->running = true;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+	pthread_cleanup_push(completion_did_not_return, NULL);
+	while ((req = q->head)) {
+		q->head = req->next_;
+		if (!q->head)
+			q->tail = NULL;
+		rl_hb_acquire_last(wait_word(&req->lock));
+		/* After this, @req belongs to its completion. */
+		req->done(req, rl_async_file_grant(req));
+	}
+	pthread_cleanup_pop(0);
+	q->running = false;
+	pthread_setcancelstate(cancel_state, NULL);
+}
+
+void rl_async_check_may_wait(const char *call, const struct range_lock *lock)
+{
+	/* The wait would stall the release this completion runs in; the
+	 * range waited for may even be one whose completion is queued
+	 * behind this one, on this thread: a deadlock. */
+	if (__builtin_expect(rl_async_queue.running, 0))
+		rl_die(call, lock, "a completion of an asynchronous request must "
+		       "not wait for a range (use trylock or an asynchronous request)");
+}
+
+int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_async *req)
+{
+	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
+	struct range_lock *lock;
+	struct range_lock_stats *st;
+	uint32_t word;
+
+	if (!tree || !req)
+		rl_die("range_lock_async_cancel", NULL, "NULL tree or request");
+	lock = &req->lock;
+	/* The submitter wrote tree_ before it published the request; the
+	 * caller, who submitted it, sees it. */
+	if (req->tree_ != tree)
+		rl_die("range_lock_async_cancel", lock,
+		       req->tree_ ? "request was submitted to another tree"
+				  : "request was not submitted asynchronously (or was withdrawn)");
+	wl.n = 0;
+	tree_lock(tree);
+	if (req->state_ == RL_ASYNC_IDLE) {
+		tree_unlock(tree);
+		rl_die("range_lock_async_cancel", lock,
+		       "request was not submitted asynchronously (or was withdrawn)");
+	}
+	if (req->state_ != RL_ASYNC_QUEUED) {
+		tree_unlock(tree);
+		return -EALREADY; /* granted: its completion runs exactly once */
+	}
+	/* Queued: in the tree with blockers (a grant would have made it
+	 * GRANTED under tree_lock, which we hold). */
+	word = atomic_load_explicit(wait_word(lock), memory_order_relaxed);
+	if (blockers_of(word))
+		tree->nr_waiting--;
+	st = tree->stats;
+	if (st) {
+		STAT_ADD(st, waiting_now, -1);
+		STAT_ADD(st, gave_up_cancel, 1);
+	}
+	remove_request(tree, lock, &wl);
+	req->state_ = RL_ASYNC_IDLE;
+	req->tree_ = NULL;
+	lock->owner_tid = 0;
+	tree_unlock(tree);
+	wake_list_flush(&wl);
+	return 0;
+}
