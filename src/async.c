@@ -38,24 +38,24 @@
  * (they would hold their ranges with nobody told).
  *
  * Exactly once: a request enters a queue only at its grant, and it is
- * granted once (a granted request counts nobody's release any more);
- * state_ says at every tree_lock release whether it is QUEUED (in the
- * tree, word != 0), or GRANTED (its completion queued or run), and the
- * withdrawal decides under tree_lock: a QUEUED request leaves the tree
+ * granted once (a granted request counts nobody's release any more).  The
+ * tag says at every tree_lock release whether the request is queued (in
+ * the tree, word != 0; the grant clears it under tree_lock), and the
+ * withdrawal decides under tree_lock: a queued request leaves the tree
  * through remove_request() like any give-up (the requests that counted it
- * lose that blocker) and is never granted; a GRANTED one is left alone.
- * tests/model/async.pml checks this, the order and the progress.
+ * lose that blocker) and is never granted; one without the tag (granted,
+ * its completion queued or run, or held at submission) is left alone.
+ * tests/model/rangelock.pml -DASYNC checks this, the order and the
+ * progress (its aq[] is the tag).
  *
  * Who writes what:
- *   req->state_:  by the submitter before it publishes the request (under
- *                 tree_lock, or alone for a request held through the lock
- *                 word or a slot); then under tree_lock by the granter
- *                 (GRANTED) or the withdrawer (IDLE).
+ *   RL_ASYNC_TAG in owner_tid: set by the submitter, cleared by the
+ *                 granter, both under tree_lock (protocol.h).
  *   req->next_:   by the granter under tree_lock (its own queue), read by
  *                 the same thread.
  *   req->tree_:   by the submitter before it publishes the request (every
- *                 submission, held at once or queued); reset by the
- *                 withdrawer.
+ *                 submission, held at once or queued: it is what makes a
+ *                 request cancellable); reset by init and the withdrawer.
  *   req->done, req->arg: by the user, before the submission.
  * The library touches nothing of @req after calling its completion.
  *
@@ -97,8 +97,7 @@ int range_lock_async_init(struct range_lock_async *req, uint64_t start,
 	req->arg = arg;
 	req->tree_ = NULL;
 	req->next_ = NULL;
-	req->state_ = RL_ASYNC_IDLE;
-	req->reserved_ = 0;
+	req->reserved_[0] = req->reserved_[1] = 0;
 	return r ? r : done ? 0 : -EINVAL;
 }
 
@@ -164,17 +163,12 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 				  : "request was not submitted asynchronously (or was withdrawn)");
 	wl.n = 0;
 	tree_lock(tree);
-	if (req->state_ == RL_ASYNC_IDLE) {
-		tree_unlock(tree);
-		rl_die("range_lock_async_cancel", lock,
-		       "request was not submitted asynchronously (or was withdrawn)");
-	}
-	if (req->state_ != RL_ASYNC_QUEUED) {
+	if (!is_async(lock)) {
 		tree_unlock(tree);
 		return -EALREADY; /* granted: its completion runs exactly once */
 	}
-	/* Queued: in the tree with blockers (a grant would have made it
-	 * GRANTED under tree_lock, which we hold). */
+	/* Queued: in the tree with blockers (a grant would have cleared the
+	 * tag under tree_lock, which we hold). */
 	word = atomic_load_explicit(wait_word(lock), memory_order_relaxed);
 	if (blockers_of(word))
 		tree->nr_waiting--;
@@ -184,7 +178,6 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 		STAT_ADD(st, gave_up_cancel, 1);
 	}
 	remove_request(tree, lock, &wl);
-	req->state_ = RL_ASYNC_IDLE;
 	req->tree_ = NULL;
 	lock->owner_tid = 0;
 	tree_unlock(tree);

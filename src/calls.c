@@ -168,14 +168,51 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 	return ENTER_TREE;
 }
 
+/*
+ * Under tree_lock, after scan_entry(): insert @lock -- held at once (free,
+ * or overtaking unmarked waiters) or waiting with its blockers, HANDOFF-
+ * marked from the start if @mark (default policy) -- and count it in the
+ * statistics.  Returns its blockers (0: held).  Shared by lock_common() and
+ * the asynchronous submission.
+ */
+static inline __attribute__((always_inline)) uint32_t
+insert_scanned(struct range_lock_tree *tree, struct range_lock *lock, bool reader,
+	       const struct entry_scan *scan, bool mark)
+{
+	struct range_lock_stats *st;
+	uint32_t blockers = 0;
+	uint64_t seqnum;
+
+	if (!scan->must_wait) {
+		/* Free, or every conflicting request is an unmarked waiter. */
+		seqnum = scan->blockers ? overtake(tree, lock, reader, scan)
+					: tree->seqnum++;
+	} else {
+		blockers = scan->blockers;
+		seqnum = tree->seqnum++;
+	}
+	insert_request(tree, lock, reader, blockers, seqnum);
+	if (blockers && mark && !tree_is_fifo(tree))
+		atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
+	st = tree->stats;
+	if (st) {
+		if (blockers) {
+			STAT_ADD(st, contended, 1);
+			STAT_ADD(st, waiting_now, 1);
+			STAT_PEAK(st, waiting_now, waiting_peak);
+		} else {
+			stat_granted(st, reader, false);
+		}
+	}
+	return blockers;
+}
+
 static inline __attribute__((always_inline)) int lock_common(const char *call, struct range_lock_tree *tree,
 		       struct range_lock *lock, bool reader, struct waiter *w,
 		       int subclass, void *site)
 {
-	struct range_lock_stats *st;
 	struct entry_scan scan;
-	uint32_t blockers = 0;
-	uint64_t seqnum;
+	uint32_t blockers;
 	int r;
 
 	r = enter(call, tree, lock, reader, w);
@@ -197,34 +234,13 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 		if (w->kind != WAIT_TIMED)
 			rl_check_self_deadlock(tree, lock, reader, call);
 	}
-	if (!scan.must_wait) {
-		/* Free, or every conflicting request is an unmarked waiter. */
-		seqnum = scan.blockers ? overtake(tree, lock, reader, &scan)
-				       : tree->seqnum++;
-	} else {
-		blockers = scan.blockers;
-		seqnum = tree->seqnum++;
-	}
-	insert_request(tree, lock, reader, blockers, seqnum);
-	if (blockers && !tree_is_fifo(tree) &&
-	    (w->kind == WAIT_INTERRUPTIBLE || w->word == WORD_MARKED)) {
-		/* Marked from the start: an interruptible waiter is never
-		 * overtaken, so it never wakes at the hand-off bound or to
-		 * claim -- instants in which a signal handler could run
-		 * unreported (see the header); a word waiter that asked for
-		 * the hand-off enters the tree marked (word_mode.c). */
-		atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
-	}
-	st = tree->stats;
-	if (st) {
-		if (blockers) {
-			STAT_ADD(st, contended, 1);
-			STAT_ADD(st, waiting_now, 1);
-			STAT_PEAK(st, waiting_now, waiting_peak);
-		} else {
-			stat_granted(st, reader, false);
-		}
-	}
+	/* Marked from the start: an interruptible waiter is never overtaken,
+	 * so it never wakes at the hand-off bound or to claim -- instants in
+	 * which a signal handler could run unreported (see the header); a
+	 * word waiter that asked for the hand-off enters the tree marked
+	 * (word_mode.c). */
+	blockers = insert_scanned(tree, lock, reader, &scan,
+				  w->kind == WAIT_INTERRUPTIBLE || w->word == WORD_MARKED);
 	tree_unlock(tree);
 
 	if (blockers) {
@@ -538,48 +554,24 @@ static int lock_async_local(const char *call, struct range_lock_tree *tree,
 			    struct range_lock_async *req, bool reader)
 {
 	struct range_lock *lock = &req->lock;
-	struct range_lock_stats *st;
 	struct entry_scan scan;
 	struct waiter w;
-	uint32_t blockers = 0;
-	uint64_t seqnum;
+	uint32_t blockers;
 	int r;
 
 	waiter_init(&w, WAIT_ASYNC, CLOCK_MONOTONIC, NULL);
 	r = enter(call, tree, lock, reader, &w);
-	req->tree_ = tree;
-	if (r != ENTER_TREE) {
-		req->state_ = RL_ASYNC_GRANTED; /* held through the word or a slot */
-		return 0;
-	}
+	req->tree_ = tree; /* submitted: range_lock_async_cancel() accepts it */
+	if (r != ENTER_TREE)
+		return 0; /* held through the word or a slot */
 	if (reader)
 		maybe_bias(tree);
 	else
 		revoke_fast_readers(tree);
 	scan_entry(tree, lock, reader, false, &scan);
-	if (!scan.must_wait) {
-		seqnum = scan.blockers ? overtake(tree, lock, reader, &scan)
-				       : tree->seqnum++;
-		req->state_ = RL_ASYNC_GRANTED;
-	} else {
-		blockers = scan.blockers;
-		seqnum = tree->seqnum++;
-		lock->owner_tid |= RL_ASYNC_TAG;
-		req->state_ = RL_ASYNC_QUEUED;
-	}
-	insert_request(tree, lock, reader, blockers, seqnum);
-	if (blockers && !tree_is_fifo(tree))
-		atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
-	st = tree->stats;
-	if (st) {
-		if (blockers) {
-			STAT_ADD(st, contended, 1);
-			STAT_ADD(st, waiting_now, 1);
-			STAT_PEAK(st, waiting_now, waiting_peak);
-		} else {
-			stat_granted(st, reader, false);
-		}
-	}
+	blockers = insert_scanned(tree, lock, reader, &scan, true);
+	if (blockers)
+		lock->owner_tid |= RL_ASYNC_TAG; /* queued (tree_lock held) */
 	tree_unlock(tree);
 	return blockers ? -EINPROGRESS : 0;
 }

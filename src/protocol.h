@@ -114,9 +114,6 @@ static inline bool is_async(const struct range_lock *lock)
 	return (lock->owner_tid & RL_ASYNC_TAG) != 0; /* (slot tags and RL_GROWTH_TAG lack the bit) */
 }
 
-/* struct range_lock_async.state_: written under tree_lock (and by the
- * submitter before it publishes the request). */
-enum { RL_ASYNC_IDLE, RL_ASYNC_QUEUED, RL_ASYNC_GRANTED };
 
 /* The calling thread's completions to run (async.c): appended under
  * tree_lock by the releases this thread makes, run by wake_list_flush()
@@ -140,7 +137,6 @@ static inline void async_granted(struct range_lock *lock)
 	struct range_lock_async *req = (struct range_lock_async *)lock; /* first member */
 	struct rl_async_queue *q = &rl_async_queue;
 
-	req->state_ = RL_ASYNC_GRANTED;
 	lock->owner_tid &= ~RL_ASYNC_TAG; /* held now: an ordinary request */
 	req->next_ = NULL;
 	if (q->tail)

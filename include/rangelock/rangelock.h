@@ -875,8 +875,7 @@ struct RANGELOCK_ALIGN8 range_lock_async {
 	void *arg;
 	struct range_lock_tree *tree_;   /* private: the tree it was queued in */
 	struct range_lock_async *next_;  /* private: the completion queue */
-	uint32_t state_;                 /* private: idle, queued, granted */
-	uint32_t reserved_;
+	uint32_t reserved_[2];
 };
 
 /**

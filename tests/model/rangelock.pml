@@ -91,16 +91,17 @@
  *                               as a lock call, never a
  *                               trylock; counted: queued
  *                               HANDOFF-marked (default),
- *                               aq (state QUEUED), tag
- * put_blocker(k): "async[k]"    the grant of a tagged request async_granted():
+ *                               aq (the tag)
+ * put_blocker(k): "aq[k]"       the grant of a tagged request async_granted():
  *                               appends it to the RELEASING   the releaser's
  *                               thread's queue (aql)          queue
  * wake_flush(): aql loop        its completion, after         rl_async_run()
  *                               tree_unlock(): comp[k] = 1
  * async_q:                      the submitter: waits for the  (the caller's loop)
  *                               completion, or cancels:       range_lock_async_
- *                               QUEUED -> withdraw (remove_   cancel()
- *                               request), else -EALREADY
+ *                               queued (aq) -> withdraw       cancel()
+ *                               (remove_request), else
+ *                               -EALREADY
  *                               and wait for the completion
  *
  * ABSTRACTIONS (argued in docs/model.md): one atomic step per critical
@@ -277,8 +278,9 @@ bit  sw[NUNITS];      /* ghost shadow: a writer in the unit */
 hidden byte hk, hm, hc;   /* scratch for d_step computations */
 
 #ifdef ASYNC
-bit  async[N];        /* request i is asynchronous and was queued (the tag) */
-bit  aq[N];           /* its state_ is QUEUED (else GRANTED or idle) */
+bit  aq[N];           /* request i is queued asynchronously: RL_ASYNC_TAG,
+			 set at the queueing, cleared at the grant or the
+			 withdrawal */
 bit  aw[N];           /* ghost: its completion is owed (queued, not
 			 withdrawn, not completed) */
 bit  comp[N];         /* ghost: its completion ran, the submitter not yet
@@ -681,8 +683,8 @@ inline put_blocker(k)
 		fi;
 #ifdef ASYNC
 		if
-		:: word[k] == 0 && async[k] ->	/* async_granted() */
-			assert(aq[k] && !(old & SLEEPING));
+		:: word[k] == 0 && aq[k] ->	/* async_granted() */
+			assert(!(old & SLEEPING));
 			aq[k] = 0;
 #ifndef MUT_ASYNC_COMPLETE_NEVER
 			aql = aql | (1 << k)
@@ -1031,7 +1033,7 @@ entry:			/* (the scan is over) */
 #endif
 					marked[i] = 1;	/* ghost: nothing overtakes it */
 					late[i] = 0;
-					async[i] = 1; aq[i] = 1; aw[i] = 1
+					aq[i] = 1; aw[i] = 1
 				:: else
 				fi
 #endif
@@ -1235,7 +1237,7 @@ async_q:	/* queued: the caller's loop waits for the completion, or calls
 	CS_BEGIN
 		if
 #ifndef MUT_ASYNC_CANCEL_GRANTED
-		:: aq[i] ->		/* QUEUED: withdraw */
+		:: aq[i] ->		/* queued (tagged): withdraw */
 #else
 		:: aq[i] || aw[i] ->	/* mutant: granted ones too */
 #endif
@@ -1244,7 +1246,7 @@ async_q:	/* queued: the caller's loop waits for the completion, or calls
 			:: else
 			fi;
 			remove_request(W_GIVEUP);
-			aq[i] = 0; aw[i] = 0; async[i] = 0;
+			aq[i] = 0; aw[i] = 0;
 			waiting[i] = 0; expired[i] = 0;
 			check_inv();
 			TREE_UNLOCK;
@@ -1447,7 +1449,7 @@ leave:
 		isr = 0; fast = 0; may_spin = 0; kind = 0; v = 0
 #ifdef ASYNC
 		; assert(aql == 0 && !aq[i] && !aw[i] && !comp[i]);
-		asy = 0; async[i] = 0
+		asy = 0
 #endif
 	}
 #ifdef ROUNDS

@@ -22,9 +22,10 @@
  *     default policy a trylock and a later lock call overtake it:
  *     nothing_overtakes, cancel_withdraws_exactly (the reader overtook),
  *     stats_and_dump (no "handoff").
- *  A3 range_lock_async_cancel() withdraws whatever its state (the QUEUED
- *     test removed): held_at_once aborts (a cancel of a request held at
- *     submission "withdraws" it).
+ *  A3 range_lock_async_cancel() withdraws whatever its state (the test of
+ *     the queued tag removed): held_at_once, granted_on_releasing_thread,
+ *     cancel_after_grant (and cancel_races_grant in three variants) fail:
+ *     a held request is "withdrawn".
  *  A4 rl_async_run() runs nested (the "running" test removed):
  *     chain_in_order (depth 64 instead of 1).
  *  A5 rl_async_run() leaves cancellation enabled: completion_not_cancelled
