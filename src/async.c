@@ -3,9 +3,10 @@
  * librangelock: asynchronous requests -- acquiring a range without
  * blocking a thread (range_read_lock_async(), for event loops).
  *
- * The submission is in calls.c (lock_async(): the entry of every lock call,
- * then the tree); this file has what follows: the completion queue, the
- * withdrawal (range_lock_async_cancel()) and range_lock_async_init().
+ * The submission (lock_async(): the entry of every lock call, then the
+ * tree) is at the end of this file; before it, what follows a submission:
+ * the completion queue, the withdrawal (range_lock_async_cancel()) and
+ * range_lock_async_init().
  *
  * DESIGN
  * ======
@@ -75,15 +76,16 @@
 #include <rangelock/rangelock.h>
 
 #include "annotate.h"
+#include "calls.h"
 #include "protocol.h"
 #include "stats.h"
 
 _Thread_local struct rl_async_queue rl_async_queue
 	__attribute__((tls_model("initial-exec")));
 
-/* calls.c: a granted request of a bound tree takes its OFD lock, without
+/* Below: a granted request of a bound tree takes its OFD lock, without
  * waiting (0), or lets go of its range (-EAGAIN). */
-RL_HIDDEN int rl_async_file_grant(struct range_lock_async *req);
+static int rl_async_file_grant(struct range_lock_async *req);
 
 int range_lock_async_init(struct range_lock_async *req, uint64_t start,
 			  uint64_t last, range_lock_async_fn *done, void *arg)
@@ -183,4 +185,84 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 	tree_unlock(tree);
 	wake_list_flush(&wl);
 	return 0;
+}
+
+/* ---- submission ------------------------------------------------------ */
+
+/*
+ * Submit @req without waiting: the entry of a lock call (enter(): the lock
+ * word on an empty tree, the reader fast path; never a word wait, which
+ * WAIT_ASYNC turns off), then the tree as lock_common() does it.  A request
+ * that must wait is queued HANDOFF-marked in the default policy (nothing
+ * overtakes it, and put_blocker() grants it directly at count 0: it never
+ * sleeps, so it is never ELIGIBLE) with RL_ASYNC_TAG, which makes its grant
+ * queue the completion.  Returns 0 (held now) or -EINPROGRESS.
+ */
+static int lock_async_local(const char *call, struct range_lock_tree *tree,
+			    struct range_lock_async *req, bool reader)
+{
+	struct range_lock *lock = &req->lock;
+	struct entry_scan scan;
+	struct waiter w;
+	uint32_t blockers;
+	int r;
+
+	waiter_init(&w, WAIT_ASYNC, CLOCK_MONOTONIC, NULL);
+	r = enter(call, tree, lock, reader, &w);
+	req->tree_ = tree; /* submitted: range_lock_async_cancel() accepts it */
+	if (r != ENTER_TREE)
+		return 0; /* held through the word or a slot */
+	if (reader)
+		maybe_bias(tree);
+	else
+		revoke_fast_readers(tree);
+	scan_entry(tree, lock, reader, false, &scan);
+	blockers = insert_scanned(tree, lock, reader, &scan, true);
+	if (blockers)
+		lock->owner_tid |= RL_ASYNC_TAG; /* queued (tree_lock held) */
+	tree_unlock(tree);
+	return blockers ? -EINPROGRESS : 0;
+}
+
+static int lock_async(const char *call, struct range_lock_tree *tree,
+		      struct range_lock_async *req, bool reader)
+{
+	int r;
+
+	if (!tree || !req)
+		rl_die(call, NULL, "NULL tree or request");
+	if (!req->done)
+		rl_die(call, &req->lock, "asynchronous request has no completion "
+		       "(range_lock_async_init())");
+	if (file_range_bad(call, tree, &req->lock, true))
+		return -EINVAL;
+	r = lock_async_local(call, tree, req, reader);
+	if (r == 0 && __builtin_expect(file_of(tree) != NULL, 0) &&
+	    rl_file_acquire(call, tree, &req->lock, reader, NULL, RL_FILE_TRY))
+		return -EAGAIN; /* another process holds bytes of it: let go */
+	return r;
+}
+
+int range_read_lock_async(struct range_lock_tree *tree, struct range_lock_async *req)
+{
+	return lock_async("range_read_lock_async", tree, req, true);
+}
+
+int range_write_lock_async(struct range_lock_tree *tree, struct range_lock_async *req)
+{
+	return lock_async("range_write_lock_async", tree, req, false);
+}
+
+/* A queued request was granted (rl_async_run(), outside tree_lock): on a
+ * bound tree it takes its OFD lock without waiting, or lets go locally. */
+static int rl_async_file_grant(struct range_lock_async *req)
+{
+	struct range_lock_tree *tree = req->tree_;
+	struct range_lock *lock = &req->lock;
+
+	if (__builtin_expect(file_of(tree) == NULL, 1))
+		return 0;
+	return rl_file_acquire(is_reader(lock) ? "range_read_lock_async"
+					    : "range_write_lock_async",
+			    tree, lock, is_reader(lock), NULL, RL_FILE_TRY);
 }

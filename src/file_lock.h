@@ -3,9 +3,9 @@
  * The second level of a tree bound to a file (range_lock_tree_set_file()):
  * the OFD locks this process holds on the file for what its requests hold.
  * file_lock.c owns the state, one per file, shared by the trees bound to
- * that file; calls.c calls in at the public call level only -- after a
- * local grant (rl_file_lock), before a local unlock (rl_file_unlock), before
- * a local downgrade (rl_file_downgrade) -- so a tree's requests are counted
+ * that file; the public calls (calls.c, sets.c, grow.c, async.c) call in
+ * only -- after a local grant (rl_file_lock), before a local unlock
+ * (rl_file_unlock), before a local downgrade (rl_file_downgrade) -- so a tree's requests are counted
  * in the state only while they are in the tree, and a tree found empty
  * under tree_lock (set_file, destroy) may let go of it (rl_file_free).
  */

@@ -8,12 +8,16 @@
  * The other files of the lock, each with one job:
  *   protocol.h    the shared internals: the wait word, tree_lock()/
  *                 tree_unlock(), the wake list, check_held(), accessors
- *   calls.c       the public lock, trylock and unlock calls: enter(),
- *                 lock_common(), trylock_common(), unlock_common() (inlined
- *                 into each public call), the two-level glue of bound trees
+ *   calls.h       the paths every public call shares, inlined into each:
+ *                 enter(), insert_scanned(), unlock_common()
+ *   calls.c       the public calls on one range: lock_common(),
+ *                 trylock_common(), unlock, the two-level glue of bound trees
+ *   sets.c        several ranges in one arrival (range_lock_many())
+ *   grow.c        changing a held range: shrink and grow
  *   waiting.c     waiting for a grant: the wait loop, spinning, sleeping,
  *                 claims, the give-up path and cancellation (waiting.h)
- *   async.c       asynchronous requests: the completion queue, withdrawal
+ *   async.c       asynchronous requests: the completion queue, withdrawal,
+ *                 submission
  *   tree_admin.c  init, destroy, set_fifo, set_fast_read, set_file, versions
  *   stats.c       statistics and the dump (stats.h)
  *   thread_id.c   the thread-id cache (thread_id.h)

@@ -41,7 +41,7 @@ static inline uint32_t blockers_of(uint32_t word)
  * add ONE_BLOCKER each), and a waiter never has more blockers than the
  * tree has other requests; a count that wrapped would make a waiter held
  * at once.  So every lock call that takes tree_lock refuses, aborting, a
- * request past this limit (enter(), calls.c).  Requests enter without that
+ * request past this limit (enter(), calls.h).  Requests enter without that
  * check in two ways, both bounded: fast reads materialised by a revoker
  * (one per slot of the table, RL_SLOTS in all) and the lock word's
  * displaced fast holder (one): hence the headroom.  2^30 requests are

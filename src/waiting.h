@@ -28,7 +28,7 @@
 #define RL_HANDOFF_NS INT64_C(2000000)
 #endif
 
-/* WAIT_ASYNC: an asynchronous submission (calls.c), which never waits. */
+/* WAIT_ASYNC: an asynchronous submission (async.c), which never waits. */
 enum wait_kind { WAIT_PLAIN, WAIT_INTERRUPTIBLE, WAIT_KILLABLE, WAIT_TIMED, WAIT_ASYNC };
 
 /* struct waiter.word: word mode's part in a wait (word_mode.c): none; it

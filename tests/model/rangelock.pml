@@ -86,7 +86,7 @@
  *                               tree_lock MAT -> IDLE + erase unlock_common()
  * fast_monitor, fast_granted()  the fast path's invariants    (ghost)
  *
- * -DASYNC: asynchronous requests (src/async.c, lock_async() in calls.c)
+ * -DASYNC: asynchronous requests (src/async.c: lock_async() and the completion queue)
  * start: "asy" choice           range_*_lock_async(): entry   lock_async_local()
  *                               as a lock call, never a
  *                               trylock; counted: queued
