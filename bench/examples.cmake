@@ -1,4 +1,4 @@
-# The example programs (see docs/examples.md).  Both use only the public
+# The example programs (see docs/examples.md).  All use only the public
 # header <rangelock/rangelock.h>, check their own results and double as
 # benchmarks: a short run of each is a ctest entry.
 #

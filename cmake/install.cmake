@@ -27,8 +27,19 @@ install(FILES ${PROJECT_BINARY_DIR}/rangelockConfig.cmake
   ${PROJECT_BINARY_DIR}/rangelockConfigVersion.cmake
   DESTINATION ${RANGELOCK_CMAKEDIR})
 
-# pkg-config: paths relative to ${prefix} unless GNUInstallDirs gave
-# absolute ones, so the file stays relocatable.
+# pkg-config: relocatable.  The prefix is found from where the file lies
+# (${pcfiledir}, i.e. <prefix>/<libdir>/pkgconfig), so an install with
+# `cmake --install build --prefix P` or a moved tree needs no
+# --define-variable; libdir and includedir are relative to ${prefix}.  An
+# absolute CMAKE_INSTALL_LIBDIR or INCLUDEDIR is kept absolute (and an
+# absolute LIBDIR gives no way back to the prefix: the configured one).
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(RANGELOCK_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _rangelock_up "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+  string(REGEX REPLACE "/$" "" _rangelock_up "${_rangelock_up}")
+  set(RANGELOCK_PC_PREFIX "\${pcfiledir}/${_rangelock_up}")
+endif()
 foreach(kind LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${kind}}")
     set(RANGELOCK_PC_${kind} "${CMAKE_INSTALL_${kind}}")

@@ -166,6 +166,11 @@
 #include <sys/types.h> /* clockid_t */
 #include <time.h>
 
+/* Declared here too: under strict ISO C (gcc -std=c99, no POSIX feature
+ * macro) <time.h> defines no struct timespec, and the timed calls below
+ * must still name the one type a POSIX program's <time.h> defines. */
+struct timespec;
+
 #include <rangelock/rangelock_export.h>
 
 #ifdef __cplusplus

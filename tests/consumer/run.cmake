@@ -45,7 +45,9 @@ else()
   message(STATUS "find_package, C++: SKIPPED (no C++ compiler)")
 endif()
 
-# 3. pkg-config (the .pc keeps the configure-time prefix: redefine it)
+# 3. pkg-config, as a user would call it: the library was configured for
+# /usr/local and installed elsewhere, so the .pc file must find its prefix
+# from where it lies (${pcfiledir}), with no --define-variable.
 find_program(PKG_CONFIG NAMES pkg-config pkgconf)
 if(NOT PKG_CONFIG)
   message(STATUS "pkg-config not found: the pkg-config consumer is skipped "
@@ -56,7 +58,18 @@ set(static_flag "")
 if(NOT shared)
   set(static_flag --static)
 endif()
-run(${PKG_CONFIG} --define-variable=prefix=${stage} ${static_flag} --cflags --libs rangelock)
+foreach(var includedir libdir)
+  run(${PKG_CONFIG} --variable=${var} rangelock)
+  string(STRIP "${last_output}" dir)
+  get_filename_component(dir "${dir}" REALPATH)
+  get_filename_component(real_stage "${stage}" REALPATH)
+  string(FIND "${dir}/" "${real_stage}/" at)
+  if(NOT at EQUAL 0)
+    message(FATAL_ERROR "pkg-config: ${var} is ${dir}, not under the prefix ${stage}")
+  endif()
+  set(pc_${var} "${dir}")
+endforeach()
+run(${PKG_CONFIG} ${static_flag} --cflags --libs rangelock)
 string(STRIP "${last_output}" flags)
 separate_arguments(flags UNIX_COMMAND "${flags}")
 if(NOT shared)
@@ -67,6 +80,11 @@ endif()
 run(${CC} ${SRC}/tests/consumer/consumer.c -o ${WORK}/pc_consumer ${flags})
 run(${WORK}/pc_consumer)
 message(STATUS "pkg-config: ${last_output}")
+# The header in strict ISO C, with no POSIX feature macro (nor -pthread,
+# which makes glibc declare struct timespec): no warning.
+run(${CC} -std=c99 -Wall -Wextra -Werror -I${pc_includedir} -c
+    ${SRC}/tests/consumer/consumer.c -o ${WORK}/pc_consumer_c99.o)
+message(STATUS "the header with -std=c99 -Wall -Wextra -Werror: no warning")
 if(NOT shared)
   # A plugin built on the installed librangelock.a (PIC, so that it links
   # into a shared object), dlopen()ed, read fast on a worker thread and
