@@ -17,8 +17,9 @@
  * aborts in a filtered thread.
  *
  * Built against the library as configured, the forced POSIX backend and
- * the checking mode (TEST_CHECKED: the hold registry keyed by thread id,
- * and its thread-exit report).
+ * the checking mode (TEST_CHECKED, also for a library configured with
+ * RANGELOCK_CHECKS: the hold registry keyed by thread id, and its
+ * thread-exit report).
  *
  * MUTANTS (src/thread_id.c broken on purpose, then restored; caught in all
  * three variants):
