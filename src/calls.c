@@ -333,24 +333,32 @@ int range_write_trylock(struct range_lock_tree *tree, struct range_lock *lock)
 
 /*
  * word_release() when word waiters changed the word (or a displacer): out
- * of line, off the uncontended path.  The flags load races, formally, with
- * a displacer's plain stores into the same request (insert_request(), under
- * tree_lock): benign, as said above, but a data race to ThreadSanitizer,
- * which instruments this library in the sanitizer builds; so this function
- * is not instrumented.  (A race-free check would keep a mark in owner_tid,
- * which only the request's user writes.)
+ * of line, off the uncontended path.  The loads of the flags and the tree
+ * race, formally, with a displacer's plain stores into the same request
+ * (insert_request(), under tree_lock): benign, as said above, but a data
+ * race to ThreadSanitizer, which instruments this library in the sanitizer
+ * builds; so this function is not instrumented.  (Every field of a fast
+ * hold that its user writes, owner_tid, start and last aside, is one a
+ * displacer rewrites: no record of the holder's could avoid the race.)
  */
 __attribute__((noinline, no_sanitize("thread"))) bool
-rl_word_release_waited(tree_word_t *word, struct range_lock *lock, bool reader,
-		    uintptr_t seen)
+rl_word_release_waited(struct range_lock_tree *tree, struct range_lock *lock,
+		       bool reader, uintptr_t seen)
 {
 	if (!tl_is_fast(seen))
 		return false;
-	rl_race_ok(&lock->rb_parent_flags, sizeof(lock->rb_parent_flags));
-	if (__atomic_load_n(&lock->rb_parent_flags, __ATOMIC_RELAXED) !=
-	    ((reader ? RL_READER : 0) | RL_LINKED))
+	/* The waiter asking for the word is not its holder. */
+	if (tl_is_handoff(seen) && (seen & ~TL_FAST_BITS) == (uintptr_t)lock)
 		return false;
-	return tree_fast_release_waited(word, fast_value(lock, reader), seen);
+	rl_race_ok(&lock->rb_parent_flags, sizeof(lock->rb_parent_flags));
+	rl_race_ok(&lock->rb_right, sizeof(lock->rb_right));
+	if (__atomic_load_n(&lock->rb_parent_flags, __ATOMIC_RELAXED) !=
+	    ((reader ? RL_READER : 0) | RL_LINKED) ||
+	    __atomic_load_n(&lock->rb_right, __ATOMIC_RELAXED) !=
+	    (struct range_lock *)(void *)tree)
+		return false;
+	return tree_fast_release_waited(tree_lock_word(tree), fast_value(lock, reader),
+					seen);
 }
 void rl_unlock_local(const char *call, struct range_lock_tree *tree,
 		  struct range_lock *lock, bool reader)

@@ -78,6 +78,22 @@ static inline void word_held(struct range_lock_tree *tree)
 	}
 }
 
+/*
+ * The tree a request holds through the lock word (fast path, word mode):
+ * kept in rb_right, which is free while the request is in no tree.  Set
+ * before the fast CAS publishes the request, like its flags; a word waiter
+ * keeps it (its rb_left names the holder it asks to hand over; rb_right is
+ * untouched), so a waiter handed the word holds with it already set.  A
+ * displacer that materialises the request overwrites it (insert_request()
+ * makes it NULL or a node: never a tree), and its unlock then goes through
+ * the tree, which does not read it.  Nothing clears it: it counts only
+ * beside the flags of a fast hold (word_release()).
+ */
+static inline void set_word_tree(struct range_lock *lock, struct range_lock_tree *tree)
+{
+	lock->rb_right = (struct range_lock *)(void *)tree;
+}
+
 /* enter()'s results, besides -ETIMEDOUT and -EINVAL from a timed word wait. */
 enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY };
 
@@ -121,6 +137,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 		 * (A word waiter keeps them while it waits on the word.)
 		 */
 		lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
+		set_word_tree(lock, tree);
 		if (tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader))) {
 			word_held(tree);
 			return ENTER_HELD;
@@ -243,17 +260,20 @@ RL_HIDDEN void rl_unlock_local(const char *call, struct range_lock_tree *tree,
 /*
  * Release @lock's hold through the lock word: true if done, false if it
  * must be unlocked through the tree (it was displaced into it, or it is no
- * fast hold at all: then check_held() names the misuse).  When word waiters
- * changed the word, the slow release runs only for a request that looks
- * fast held in this mode (linked, no parent): a hand-off value names the
- * asking waiter, not the holder, so an unlock of a request that is not the
- * word's holder (never locked, unlocked twice, the wrong mode) must not
- * hand the word over.  The flags are read relaxed: a displacer may rewrite
- * them meanwhile, and then its CAS on the word made ours fail or will
- * (either value read leads to the tree path or a failed CAS there).
+ * fast hold of this tree at all: then check_held() names the misuse).
+ * When word waiters changed the word, the slow release runs only for a
+ * request that looks fast held in this mode (linked, no parent) in THIS
+ * tree (set_word_tree()), and is not the waiter that asks for the word: a
+ * hand-off value names the asking waiter, not the holder, so an unlock of
+ * a request that is not the word's holder (never locked, unlocked twice,
+ * the wrong mode, held in another tree, still waiting) must not hand the
+ * word over.  The flags and the tree are read relaxed: a displacer may
+ * rewrite them meanwhile, and then its CAS on the word made ours fail or
+ * will (any value read leads to the tree path or a failed CAS there).
  */
 RL_HIDDEN __attribute__((no_sanitize("thread"))) bool
-rl_word_release_waited(tree_word_t *word, struct range_lock *lock, bool reader, uintptr_t seen);
+rl_word_release_waited(struct range_lock_tree *tree, struct range_lock *lock,
+		       bool reader, uintptr_t seen);
 
 static inline bool word_release(struct range_lock_tree *tree, struct range_lock *lock,
 				bool reader)
@@ -263,7 +283,7 @@ static inline bool word_release(struct range_lock_tree *tree, struct range_lock 
 
 	if (__builtin_expect(tree_fast_release(word, fast_value(lock, reader), &seen), 1))
 		return true;
-	return rl_word_release_waited(word, lock, reader, seen);
+	return rl_word_release_waited(tree, lock, reader, seen);
 }
 
 static inline __attribute__((always_inline)) void unlock_common(const char *call, struct range_lock_tree *tree,

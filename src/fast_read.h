@@ -81,7 +81,7 @@
 #define SLOT_MAT    ((uintptr_t)4)
 
 /* owner_tid of a request that took (or was materialised from) a slot.
- * Linux thread ids stay below 2^22 (PID_MAX_LIMIT). */
+ * Thread ids stay below 2^29 (thread_id.h). */
 #define RL_SLOT_TAG 0x80000000u
 
 /* Private bits of struct range_lock_tree.flags (the public ones are

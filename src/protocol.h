@@ -90,7 +90,7 @@ static inline bool seq_before(uint64_t a, uint64_t b)
  * A GROWTH: the part a held request adds to its range while it grows
  * (range_lock_grow(), grow_enter() in protocol.c).  An internal request on
  * the growing caller's stack, in the tree only during that call, marked by
- * this tag in owner_tid (thread ids are below 2^22, RL_SLOT_TAG is bit 31).
+ * this tag in owner_tid (thread ids are below 2^29: thread_id.h).
  */
 #define RL_GROWTH_TAG 0x40000000u
 

@@ -209,8 +209,9 @@ static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
  * The release of a fast hold that word waiters wait for (word mode): out
  * of line, since it wakes them.  @seen: the value the plain release CAS
  * found instead of the holder's plain value @fast.  The caller must know
- * that it is the word's holder (calls.c checks the request's flags): a
- * hand-off value names the asking waiter, not the holder.
+ * that it is the word's holder (calls.c checks the request's flags and the
+ * tree it recorded): a hand-off value names the asking waiter, not the
+ * holder.
  */
 bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen);
 

@@ -27,8 +27,11 @@
  * its own M->rb_left and replaces P's value in the word with M | TL_HANDOFF_x
  * (x: P's mode), which P's release turns into M | TL_FAST_WS -- the grant,
  * with no free word in between, so nobody barges -- and wakes every
- * sleeper (only M must wake).  Later waiters, marked or not, just sleep on
- * a hand-off value.  A timed M that gives up restores P | sleepers code; if
+ * sleeper (only M must wake).  Only P's release may: an unlock of any
+ * other request (another tree's fast holder, M's own) takes the tree path
+ * and aborts there (rl_word_release_waited(), calls.c, checks the marks
+ * of a fast hold of this tree that enter() left in the request).  Later
+ * waiters, marked or not, just sleep on a hand-off value.  A timed M that gives up restores P | sleepers code; if
  * that CAS fails, the grant arrived (M keeps the range) or a displacer took
  * the word (M then takes the tree path, whose tree_lock waits out the
  * displacer, which may still read M->rb_left under it).

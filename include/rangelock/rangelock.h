@@ -1056,8 +1056,11 @@ RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
  * range_lock_tree_dump() - print every request in the tree, in start order.
  *
  * One line per request: range, mode, held or waiting, seqnum, blocking count
- * and the kernel thread id that made it ("slot=N" instead for a fast read,
- * which knows its slot, not its thread).  Fast readers are moved into the
+ * and the thread id that made it: the kernel's (gettid()), or from 4194304
+ * (2^22, above every kernel thread id) up an id of the library's own, one
+ * per thread, for a thread whose gettid() fails (a seccomp filter may do
+ * that); "slot=N" instead for a fast read, which knows its slot, not its
+ * thread.  Fast readers are moved into the
  * tree first, so they are shown too.  Writers waiting on the lock word
  * (word mode) keep no record but their stacks: the dump wakes them, says how
  * many it woke, and they wait in the tree from then on.  Safe at any time; it holds the

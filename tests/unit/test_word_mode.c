@@ -59,6 +59,14 @@
  *  - unlock_common() hands the word over without checking that the
  *    request is the holder (word_release_waited()'s flags test removed):
  *    F: misuse_unlock_during_handoff (the unlock returned, no abort).
+ *  - word_release_waited() without the tree test (a request fast held in
+ *    ANOTHER tree passes): F/P: misuse_unlock_non_holder_during_handoff,
+ *    write and read cases (the unlock handed the word to the waiter while
+ *    the holder held it: word w | 6).
+ *  - word_release_waited() without the asking-waiter test: F/P:
+ *    misuse_unlock_non_holder_during_handoff, the waiter's own request.
+ *  - enter() does not record the tree (set_word_tree()): F/P: handoff_bound
+ *    (every hand-off goes through the tree).
  *  - a handed-then-displaced waiter takes itself for displaced (in_tree()
  *    answer ignored): F: handed_then_displaced (it waits behind itself).
  *  - a timed waiter that gives up leaves its hand-off request in the word
@@ -980,10 +988,6 @@ static void test_reader_waits_in_tree(void **state)
  * tree-mode word to a futex sleeper -- so it takes the tree path.  The
  * locker is mapped so that its request sits at 0x7e0000000000.
  */
-#ifndef skip /* the cmocka stand-in of the cross builds has none */
-#define skip() ((void)0)
-#endif
-
 static void test_aligned_request_waits_in_tree(void **state)
 {
 	(void)state;
@@ -1084,6 +1088,74 @@ static void test_misuse_unlock_during_handoff(void **state)
 		print_error("status %#x, stderr: '%s'\n", r.status, r.out);
 	assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT);
 	assert_non_null(strstr(r.out, "not in this tree"));
+}
+
+/*
+ * Child: h holds mis_tree (writing, or reading for MIS_OTHER_READ), a
+ * waiter w asks for the hand-off (w | 1 or w | 4); then an unlock against
+ * mis_tree of a request that is not its holder but looks like a fast hold:
+ *   MIS_OTHER_WRITE, MIS_OTHER_READ: r, holding ANOTHER, empty tree through
+ *     its lock word in that mode;
+ *   MIS_WAITER: w's own request, still waiting (from another thread).
+ * Each must abort, not hand mis_tree to w while h holds it.
+ */
+enum { MIS_OTHER_WRITE, MIS_OTHER_READ, MIS_WAITER, MIS_CASES };
+static int mis_case;
+
+static void unlock_non_holder_during_handoff(void)
+{
+	static struct range_lock_tree other;
+	static struct range_lock wreq, r;
+	bool reader = mis_case == MIS_OTHER_READ;
+	pthread_t th;
+
+	range_lock_tree_init(&mis_tree);
+	range_lock_tree_init(&other);
+	lock_holder(&mis_tree, &mis_holder, reader);
+	range_lock_init_full(&wreq);
+	if (pthread_create(&th, NULL, mis_waiter, &wreq))
+		_exit(3);
+	if (!wait_word_is(&mis_tree, word_of(&wreq, reader ? HANDOFF_R : HANDOFF_W)))
+		_exit(4); /* never reached the hand-off state */
+	if (mis_case == MIS_WAITER) {
+		range_write_unlock(&mis_tree, &wreq);
+	} else {
+		range_lock_init(&r, 0, 9);
+		if (reader)
+			range_read_lock(&other, &r);
+		else
+			range_write_lock(&other, &r);
+		if (peek_word(&other) != word_of(&r, reader ? CODE_R : CODE_W))
+			_exit(6); /* not held through the word */
+		if (reader)
+			range_read_unlock(&mis_tree, &r);
+		else
+			range_write_unlock(&mis_tree, &r);
+	}
+	/* The unlock returned: the word went to the waiter while h holds. */
+	fprintf(stderr, "unlock returned, word %#lx\n", (unsigned long)peek_word(&mis_tree));
+	_exit(5);
+}
+
+static void test_misuse_unlock_non_holder_during_handoff(void **state)
+{
+	(void)state;
+	static const char *const name[MIS_CASES] = {
+		"write, other tree", "read, other tree", "the waiter's own"
+	};
+	struct child_result r;
+	int bad = 0;
+
+	for (mis_case = 0; mis_case < MIS_CASES; mis_case++) { /* all, then assert */
+		run_child(unlock_non_holder_during_handoff, &r);
+		if (!strstr(r.out, "not in this tree") || !WIFSIGNALED(r.status) ||
+		    WTERMSIG(r.status) != SIGABRT) {
+			print_error("%s: status %#x, stderr: '%s'\n", name[mis_case],
+				    r.status, r.out);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
 }
 
 /* ---- handed, then displaced before the pick-up ------------------------- */
@@ -1710,6 +1782,7 @@ int main(void)
 		cmocka_unit_test(test_timed_withdrawal_races_grant),
 #if !RL_TEST_LONG_HANDOFF
 		cmocka_unit_test(test_misuse_unlock_during_handoff),
+		cmocka_unit_test(test_misuse_unlock_non_holder_during_handoff),
 		cmocka_unit_test(test_handed_then_displaced),
 #endif
 		cmocka_unit_test(test_stats_tree_no_word_wait),

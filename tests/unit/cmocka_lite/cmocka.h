@@ -69,6 +69,18 @@ cmocka_lite_fail(const char *file, int line, const char *fmt, ...)
 	longjmp(cmocka_lite_env, 1);
 }
 
+/* As CMocka's skip(): the test ends here, reported as skipped (exit
+ * status 0 for it); only on the main thread. */
+static inline __attribute__((noreturn)) void cmocka_lite_skip(const char *file, int line)
+{
+	if (!pthread_equal(pthread_self(), cmocka_lite_main)) {
+		fprintf(stderr, "%s:%d: error: skip() off the main thread\n", file, line);
+		exit(255);
+	}
+	longjmp(cmocka_lite_env, 2);
+}
+#define skip() cmocka_lite_skip(__FILE__, __LINE__)
+
 #define fail_msg(...) cmocka_lite_fail(__FILE__, __LINE__, __VA_ARGS__)
 #define fail() fail_msg("fail()")
 #define assert_true(c) \
@@ -96,7 +108,7 @@ cmocka_lite_fail(const char *file, int line, const char *fmt, ...)
 static inline int cmocka_lite_run(const struct CMUnitTest *tests, size_t n)
 {
 	/* volatile: changed between setjmp and longjmp */
-	volatile int failed = 0;
+	volatile int failed = 0, skipped = 0;
 
 	cmocka_lite_main = pthread_self();
 	printf("[==========] Running %zu test(s).\n", n);
@@ -108,12 +120,20 @@ static inline int cmocka_lite_run(const struct CMUnitTest *tests, size_t n)
 			failed++;
 			continue;
 		}
-		if (setjmp(cmocka_lite_env) == 0) {
+		switch (setjmp(cmocka_lite_env)) { /* (as C allows setjmp) */
+		case 0:
 			tests[i].test_func(NULL);
 			if (tests[i].teardown_func)
 				tests[i].teardown_func(NULL);
 			printf("[       OK ] %s\n", tests[i].name);
-		} else {
+			break;
+		case 2: /* skip() */
+			if (tests[i].teardown_func)
+				tests[i].teardown_func(NULL);
+			printf("[  SKIPPED ] %s\n", tests[i].name);
+			skipped++;
+			break;
+		default:
 			if (tests[i].teardown_func)
 				tests[i].teardown_func(NULL);
 			printf("[  FAILED  ] %s\n", tests[i].name);
@@ -121,7 +141,8 @@ static inline int cmocka_lite_run(const struct CMUnitTest *tests, size_t n)
 		}
 		fflush(stdout);
 	}
-	printf("[==========] %zu test(s) run, %d failed.\n", n, failed);
+	printf("[==========] %zu test(s) run, %d failed, %d skipped.\n", n, failed,
+	       skipped);
 	return failed;
 }
 
