@@ -205,7 +205,7 @@ static inline bool file_range_bad(const char *call, struct range_lock_tree *tree
 	if (!tree || !lock || !file_of(tree) ||
 	    rl_file_range_ok(lock->start, lock->last))
 		return false;
-	if (!can_fail)
+	if (!can_fail || lock->start > lock->last) /* rl_die(): a failed init */
 		rl_die(call, lock, "range does not fit off_t (tree bound to a file)");
 	return true;
 }

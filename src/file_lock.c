@@ -537,6 +537,9 @@ static void check_usable(struct range_lock_file *f, const char *what,
 	if (f->fd < 0)
 		die(what, start, last,
 		    "tree bound before fork(): bind it again in the child");
+	if (start > last) /* an unlock or downgrade of it: never locked */
+		die(what, start, last, "range is invalid: start > last "
+		    "(range_lock_init() or range_lock_async_init() returned -EINVAL)");
 	if (!rl_file_range_ok(start, last))
 		die(what, start, last, "range does not fit off_t");
 }

@@ -372,6 +372,82 @@ static void test_misuse(void **state)
 	assert_non_null(strstr(res.out, "not held"));
 }
 
+/* A request whose init failed, on a bound tree: every call refuses it,
+ * naming the bad range -- also a start beyond off_t, which the bound
+ * tree's range check (-EINVAL from the calls that can fail) sees first. */
+static int bad_case;
+
+static void bad_range_child(void)
+{
+	const uint64_t huge = (uint64_t)INT64_MAX + 5;
+	struct range_lock bad, big;
+	struct range_lock_item set[1] = { { &big, RANGE_LOCK_WRITE } };
+	struct range_lock_async req;
+	struct timespec ts;
+
+	range_lock_tree_init(&misuse_tree);
+	if (range_lock_tree_set_file(&misuse_tree, file_fd) ||
+	    range_lock_init(&bad, 10, 5) != -EINVAL || range_lock_init(&big, huge, 5) != -EINVAL ||
+	    range_lock_async_init(&req, huge, 5, NULL, NULL) != -EINVAL)
+		_exit(3);
+	deadline_in(CLOCK_MONOTONIC, 1000, &ts);
+	switch (bad_case) {
+	case 0: range_write_timedlock(&misuse_tree, &bad, CLOCK_MONOTONIC, &ts); break;
+	case 1: range_write_timedlock(&misuse_tree, &big, CLOCK_MONOTONIC, &ts); break;
+	case 2: range_read_lock_interruptible(&misuse_tree, &big); break;
+	case 3: range_write_lock(&misuse_tree, &big); break;
+	case 4: range_read_trylock(&misuse_tree, &big); break;
+	case 5: range_lock_many_timed(&misuse_tree, set, 1, CLOCK_MONOTONIC, &ts); break;
+	case 6: range_write_lock_async(&misuse_tree, &req); break;
+	case 7: range_write_unlock(&misuse_tree, &bad); break;
+	case 8: range_read_unlock(&misuse_tree, &big); break;
+	case 9: range_downgrade_write(&misuse_tree, &bad); break;
+	case 10: range_unlock_many(&misuse_tree, set, 1); break;
+	default: break;
+	}
+	_exit(4); /* not refused */
+}
+
+static void test_bad_range_aborts(void **state)
+{
+	static const char *const needle[] = {
+		"range_write_timedlock([10, 5]): range [10, 5] is invalid: start > last",
+		"range_write_timedlock([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_read_lock_interruptible([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_write_lock([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_read_trylock([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_lock_many_timed([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_write_lock_async([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"unlock([10, 5]) on a file-bound tree: range is invalid: start > last",
+		"unlock([9223372036854775812, 5]) on a file-bound tree: range is invalid: "
+		"start > last",
+		"downgrade([10, 5]) on a file-bound tree: range is invalid: start > last",
+		"unlock([9223372036854775812, 5]) on a file-bound tree: range is invalid: "
+		"start > last",
+	};
+	struct child_result r;
+	int failed = 0;
+
+	(void)state;
+	for (unsigned k = 0; k < sizeof(needle) / sizeof(needle[0]); k++) {
+		bad_case = (int)k;
+		run_child(bad_range_child, &r);
+		if (!(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT) ||
+		    !strstr(r.out, needle[k])) {
+			print_error("case %u: status %#x, stderr '%s', wanted '%s'\n", k,
+				    r.status, r.out, needle[k]);
+			failed++;
+		}
+	}
+	assert_int_equal(failed, 0);
+}
+
 /* ---- each call's contract while another process holds ----------------- */
 
 static void assert_empty_both(struct range_lock_tree *t, int probe_fd)
@@ -1090,6 +1166,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fork_child_excludes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork_inherited_tree_aborts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_misuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_range_aborts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trylock_and_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deadline_edges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unrelated_carry_on, setup, teardown),
