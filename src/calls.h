@@ -36,18 +36,6 @@
 /* ---- entry ------------------------------------------------------------ */
 
 /*
- * POSIX: only a tv_nsec outside [0, 1000 million) makes a deadline invalid.
- * A negative tv_sec is a time long past (-ETIMEDOUT, as glibc's tst-abstime
- * checks); the wait backends report it without sleeping (wait.h).
- */
-static bool timespec_valid(clockid_t clockid, const struct timespec *abstime)
-{
-	return (clockid == CLOCK_MONOTONIC || clockid == CLOCK_REALTIME) &&
-	       abstime && abstime->tv_nsec >= 0 &&
-	       abstime->tv_nsec < 1000000000L;
-}
-
-/*
  * Also what a tree in shared memory used by two processes looks like: the
  * other process's fast holder, materialised here, is read at an address of
  * this process (often this very request's stack slot, after fork()).
@@ -234,7 +222,7 @@ static inline bool file_range_bad(const char *call, struct range_lock_tree *tree
 	if (!tree || !lock || !file_of(tree) ||
 	    rl_file_range_ok(lock->start, lock->last))
 		return false;
-	if (!can_fail)
+	if (!can_fail || lock->start > lock->last) /* rl_die(): a failed init */
 		rl_die(call, lock, "range does not fit off_t (tree bound to a file)");
 	return true;
 }

@@ -537,6 +537,9 @@ static void check_usable(struct range_lock_file *f, const char *what,
 	if (f->fd < 0)
 		die(what, start, last,
 		    "tree bound before fork(): bind it again in the child");
+	if (start > last) /* an unlock or downgrade of it: never locked */
+		die(what, start, last, "range is invalid: start > last "
+		    "(range_lock_init() or range_lock_async_init() returned -EINVAL)");
 	if (!rl_file_range_ok(start, last))
 		die(what, start, last, "range does not fit off_t");
 }
@@ -616,15 +619,22 @@ static void withdraw_on_cancel(void *arg)
 	a->on_cancel(a->arg);
 }
 
+/*
+ * A valid time (timespec_valid(), wait.h) in nanoseconds on its clock,
+ * saturated as the local waits treat it: a negative tv_sec is a time long
+ * past (0), and a time beyond 64 bits of nanoseconds (tv_sec above about
+ * 1.8e10, the year 2554) is "not for a very long time" (UINT64_MAX), not
+ * a wrapped one that could be in the past.
+ */
+#define TS_SEC_MAX ((UINT64_MAX - 999999999u) / 1000000000u)
+
 static uint64_t ts_ns(const struct timespec *ts)
 {
+	if (ts->tv_sec < 0)
+		return 0;
+	if ((uint64_t)ts->tv_sec > TS_SEC_MAX)
+		return UINT64_MAX;
 	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
-}
-
-static bool timespec_ok(clockid_t clockid, const struct timespec *t)
-{
-	return (clockid == CLOCK_MONOTONIC || clockid == CLOCK_REALTIME) && t &&
-	       t->tv_sec >= 0 && t->tv_nsec >= 0 && t->tv_nsec < 1000000000L;
 }
 
 /*
@@ -693,7 +703,7 @@ int rl_file_lock(struct range_lock_file *f, uint64_t start, uint64_t last,
 		withdraw(&a);
 		return -EAGAIN;
 	}
-	if (kind == RL_FILE_TIMED && !timespec_ok(clockid, abstime)) {
+	if (kind == RL_FILE_TIMED && !timespec_valid(clockid, abstime)) {
 		withdraw(&a);
 		return -EINVAL;
 	}

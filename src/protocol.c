@@ -257,7 +257,13 @@ _Static_assert(_Alignof(struct range_lock) >= 8, "fast values need 3 free bits")
 
 void rl_die(const char *call, const struct range_lock *lock, const char *why)
 {
-	if (lock)
+	if (lock && lock->start > lock->last)
+		fprintf(stderr, "librangelock: %s([%llu, %llu]): range [%llu, %llu] is "
+			"invalid: start > last (range_lock_init() or "
+			"range_lock_async_init() returned -EINVAL)\n", call,
+			(unsigned long long)lock->start, (unsigned long long)lock->last,
+			(unsigned long long)lock->start, (unsigned long long)lock->last);
+	else if (lock)
 		fprintf(stderr, "librangelock: %s([%llu, %llu]): %s\n", call,
 			(unsigned long long)lock->start,
 			(unsigned long long)lock->last, why);

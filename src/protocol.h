@@ -74,6 +74,19 @@ static inline bool is_linked(const struct range_lock *lock)
 	return lock->rb_parent_flags & RL_LINKED;
 }
 
+/*
+ * A request whose init failed (start > last, range_lock_init()): it keeps
+ * the range as given and this look, so that the is_linked() check every
+ * call taking a request makes anyway ("already in a tree") refuses it, at
+ * no cost; rl_die() then names the bad range instead (no request in a tree
+ * or held has start > last).  RB_BLACK, with no parent, keeps it from
+ * looking fast held (exactly RL_LINKED, or RL_READER | RL_LINKED): an
+ * unlock of it must not release or hand over the lock word
+ * (rl_word_release_waited()); and in_tree() finds it in no tree (it is no
+ * tree's root).
+ */
+#define RL_BAD_INIT (RL_LINKED | RB_BLACK)
+
 static inline bool conflict(bool reader_a, bool reader_b)
 {
 	return !(reader_a && reader_b);
@@ -208,7 +221,8 @@ static inline struct range_lock_file *file_of(struct range_lock_tree *tree)
 
 /* ---- misuse ---------------------------------------------------------- */
 
-/* Print "librangelock: @call([start, last]): @why" and abort. */
+/* Print "librangelock: @call([start, last]): @why" and abort; for a
+ * request whose init failed (start > last, RL_BAD_INIT), that instead. */
 RL_HIDDEN __attribute__((noreturn)) void rl_die(const char *call,
 						const struct range_lock *lock,
 						const char *why);

@@ -106,11 +106,14 @@ int range_lock_init(struct range_lock *lock, uint64_t start, uint64_t last)
 	if (!lock)
 		rl_die("range_lock_init", NULL, "NULL request");
 	memset(lock, 0, sizeof(*lock));
-	if (start > last)
-		return -EINVAL;
 	lock->start = start;
 	lock->last = last;
 	lock->subtree_last = last;
+	if (start > last) {
+		/* Refused by every call that takes it, naming the range. */
+		lock->rb_parent_flags = RL_BAD_INIT;
+		return -EINVAL;
+	}
 	return 0;
 }
 

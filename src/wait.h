@@ -27,10 +27,25 @@
 #define RANGELOCK_WAIT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
 #define RL_WAIT_INTERRUPTIBLE 1u
+
+/*
+ * A timed call's deadline, checked by every level (the local waits and a
+ * bound tree's OFD polling, file_lock.c) only when the call would wait.
+ * POSIX: only a tv_nsec outside [0, 1000 million) makes a deadline invalid.
+ * A negative tv_sec is a time long past (-ETIMEDOUT, as glibc's tst-abstime
+ * checks); the wait backends report it without sleeping (below).
+ */
+static inline bool timespec_valid(clockid_t clockid, const struct timespec *abstime)
+{
+	return (clockid == CLOCK_MONOTONIC || clockid == CLOCK_REALTIME) &&
+	       abstime && abstime->tv_nsec >= 0 &&
+	       abstime->tv_nsec < 1000000000L;
+}
 
 int rl_wait(_Atomic uint32_t *word, uint32_t expected, clockid_t clockid,
 	    const struct timespec *abstime, unsigned flags);

@@ -86,7 +86,8 @@
  *    1 or 0.
  *  - Misuse that the void calls cannot report (unlocking a request that is
  *    not held in this tree, unlocking with the wrong mode, downgrading a read
- *    lock, locking a request that is already in a tree, a NULL argument)
+ *    lock, locking a request that is already in a tree, any call on a
+ *    request whose init failed, a NULL argument)
  *    prints one line naming the call and the range on stderr and calls
  *    abort(): continuing would corrupt the tree or break exclusion.  A
  *    request must be initialised before its first use; re-initialising one
@@ -452,8 +453,12 @@ RANGELOCK_API int range_lock_tree_destroy(struct range_lock_tree *tree);
  * @start: first unit.
  * @last:  last unit, inclusive; start <= last.
  *
- * Return: 0, or -EINVAL if start > last (the request is then left as a valid
- * but empty-handed request for [0, 0]: locking it is still safe).
+ * Return: 0, or -EINVAL if start > last.  The request then keeps
+ * [start, last] as given, marked invalid: every call that takes it (lock,
+ * trylock, the set calls, the asynchronous calls, grow, shrink, unlock,
+ * downgrade) aborts with a message naming the range ("range [10, 5] is
+ * invalid: start > last"), rather than locking some other range.  Init it
+ * again to use it.
  */
 RANGELOCK_API int range_lock_init(struct range_lock *lock, uint64_t start,
 				  uint64_t last);
@@ -892,9 +897,10 @@ struct RANGELOCK_ALIGN8 range_lock_async {
  * @done:  the completion; not NULL.
  * @arg:   stored in @req->arg for the completion.
  *
- * Return: 0, or -EINVAL if start > last (the request is then prepared for
- * [0, 0], as range_lock_init() does) or @done is NULL; either way it has
- * no completion then, and submitting it aborts.
+ * Return: 0, or -EINVAL if start > last (the request is then marked
+ * invalid, as range_lock_init() does) or @done is NULL; either way it has
+ * no completion then, and submitting it aborts with a message naming the
+ * bad range or the missing completion.
  */
 RANGELOCK_API int range_lock_async_init(struct range_lock_async *req,
 					uint64_t start, uint64_t last,

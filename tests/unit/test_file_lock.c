@@ -372,6 +372,82 @@ static void test_misuse(void **state)
 	assert_non_null(strstr(res.out, "not held"));
 }
 
+/* A request whose init failed, on a bound tree: every call refuses it,
+ * naming the bad range -- also a start beyond off_t, which the bound
+ * tree's range check (-EINVAL from the calls that can fail) sees first. */
+static int bad_case;
+
+static void bad_range_child(void)
+{
+	const uint64_t huge = (uint64_t)INT64_MAX + 5;
+	struct range_lock bad, big;
+	struct range_lock_item set[1] = { { &big, RANGE_LOCK_WRITE } };
+	struct range_lock_async req;
+	struct timespec ts;
+
+	range_lock_tree_init(&misuse_tree);
+	if (range_lock_tree_set_file(&misuse_tree, file_fd) ||
+	    range_lock_init(&bad, 10, 5) != -EINVAL || range_lock_init(&big, huge, 5) != -EINVAL ||
+	    range_lock_async_init(&req, huge, 5, NULL, NULL) != -EINVAL)
+		_exit(3);
+	deadline_in(CLOCK_MONOTONIC, 1000, &ts);
+	switch (bad_case) {
+	case 0: range_write_timedlock(&misuse_tree, &bad, CLOCK_MONOTONIC, &ts); break;
+	case 1: range_write_timedlock(&misuse_tree, &big, CLOCK_MONOTONIC, &ts); break;
+	case 2: range_read_lock_interruptible(&misuse_tree, &big); break;
+	case 3: range_write_lock(&misuse_tree, &big); break;
+	case 4: range_read_trylock(&misuse_tree, &big); break;
+	case 5: range_lock_many_timed(&misuse_tree, set, 1, CLOCK_MONOTONIC, &ts); break;
+	case 6: range_write_lock_async(&misuse_tree, &req); break;
+	case 7: range_write_unlock(&misuse_tree, &bad); break;
+	case 8: range_read_unlock(&misuse_tree, &big); break;
+	case 9: range_downgrade_write(&misuse_tree, &bad); break;
+	case 10: range_unlock_many(&misuse_tree, set, 1); break;
+	default: break;
+	}
+	_exit(4); /* not refused */
+}
+
+static void test_bad_range_aborts(void **state)
+{
+	static const char *const needle[] = {
+		"range_write_timedlock([10, 5]): range [10, 5] is invalid: start > last",
+		"range_write_timedlock([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_read_lock_interruptible([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_write_lock([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_read_trylock([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_lock_many_timed([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"range_write_lock_async([9223372036854775812, 5]): range "
+		"[9223372036854775812, 5] is invalid: start > last",
+		"unlock([10, 5]) on a file-bound tree: range is invalid: start > last",
+		"unlock([9223372036854775812, 5]) on a file-bound tree: range is invalid: "
+		"start > last",
+		"downgrade([10, 5]) on a file-bound tree: range is invalid: start > last",
+		"unlock([9223372036854775812, 5]) on a file-bound tree: range is invalid: "
+		"start > last",
+	};
+	struct child_result r;
+	int failed = 0;
+
+	(void)state;
+	for (unsigned k = 0; k < sizeof(needle) / sizeof(needle[0]); k++) {
+		bad_case = (int)k;
+		run_child(bad_range_child, &r);
+		if (!(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT) ||
+		    !strstr(r.out, needle[k])) {
+			print_error("case %u: status %#x, stderr '%s', wanted '%s'\n", k,
+				    r.status, r.out, needle[k]);
+			failed++;
+		}
+	}
+	assert_int_equal(failed, 0);
+}
+
 /* ---- each call's contract while another process holds ----------------- */
 
 static void assert_empty_both(struct range_lock_tree *t, int probe_fd)
@@ -437,6 +513,176 @@ static void test_trylock_and_timeout(void **state)
 	ts.tv_sec = 0;
 	assert_int_equal(range_write_timedlock(&t, &r, CLOCK_MONOTONIC, &ts), 0);
 	range_write_unlock(&t, &r);
+	assert_int_equal(range_lock_tree_destroy(&t), 0);
+	close(other);
+	close(o);
+	alarm(0);
+}
+
+/*
+ * Deadlines at the edges, for every timed call of a bound tree, while
+ * "another process" holds [10, 19] (the local level is free, so the OFD
+ * level alone decides): POSIX (and glibc's tst-abstime) makes only a
+ * tv_nsec outside [0, 1000 million) invalid; a negative tv_sec is a time
+ * long past (-ETIMEDOUT after one attempt, 0 when free, as at the local
+ * level), and a tv_sec beyond 64 bits of nanoseconds means "not for a very
+ * long time" (it waits), not a wrapped, past one.
+ */
+enum timed_call { T_WRITE, T_READ, T_MANY, T_GROW, NR_TIMED };
+static const char *const timed_name[] = { "range_write_timedlock", "range_read_timedlock",
+					  "range_lock_many_timed", "range_lock_grow_timed" };
+
+/* @k's call on a range that meets [10, 19]; on 0 its hold is undone, and
+ * on any result nothing of it is left. */
+static int timed_call(enum timed_call k, struct range_lock_tree *t, clockid_t c,
+		      const struct timespec *ts)
+{
+	struct range_lock r, s;
+	struct range_lock_item set[2] = { { &r, RANGE_LOCK_WRITE }, { &s, RANGE_LOCK_READ } };
+	int ret = -1;
+
+	switch (k) {
+	case T_WRITE:
+	case T_READ:
+		range_lock_init(&r, 0, 19);
+		ret = k == T_WRITE ? range_write_timedlock(t, &r, c, ts)
+				   : range_read_timedlock(t, &r, c, ts);
+		if (!ret) {
+			if (k == T_WRITE)
+				range_write_unlock(t, &r);
+			else
+				range_read_unlock(t, &r);
+		}
+		break;
+	case T_MANY:
+		range_lock_init(&r, 0, 9);
+		range_lock_init(&s, 15, 19);
+		ret = range_lock_many_timed(t, set, 2, c, ts);
+		if (!ret)
+			range_unlock_many(t, set, 2);
+		break;
+	case T_GROW:
+		range_lock_init(&r, 0, 9);
+		range_write_lock(t, &r);
+		ret = range_lock_grow_timed(t, &r, 0, 19, c, ts);
+		range_write_unlock(t, &r); /* [0, 19] or, given up, [0, 9] */
+		break;
+	default:
+		break;
+	}
+	return ret;
+}
+
+struct timed_arg {
+	enum timed_call k;
+	struct range_lock_tree *t;
+	clockid_t c;
+	struct timespec ts;
+	atomic_int done;
+	int ret;
+};
+
+static void *timed_main(void *p)
+{
+	struct timed_arg *a = p;
+
+	a->ret = timed_call(a->k, a->t, a->c, &a->ts);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+/* tv_sec values that fit this program's time_t (32 bits on i386 without
+ * _TIME_BITS=64). */
+static bool fits_time_t(int64_t s)
+{
+	return sizeof(time_t) >= 8 || (s >= INT32_MIN && s <= INT32_MAX);
+}
+
+static void test_deadline_edges(void **state)
+{
+	static const int64_t past[] = { -1, -1000000000, INT64_MIN, INT32_MIN };
+	/* 18446744074: the first second whose nanoseconds overflow 64 bits
+	 * (to 0.29 s after the epoch: a past deadline, before the fix). */
+	static const int64_t far[] = { 18446744074LL, 100000000000LL, INT64_MAX,
+				       INT32_MAX };
+	static const long bad_ns[] = { -1, 1000000000L, -1000000000L };
+	struct range_lock_tree t;
+	struct range_lock_stats st;
+	int other = other_fd(), o = other_fd();
+
+	(void)state;
+	watchdog(120);
+	bind(&t);
+	assert_int_equal(range_lock_tree_enable_stats(&t, &st), 0);
+	for (int k = 0; k < NR_TIMED; k++) {
+		for (int clk = 0; clk < 2; clk++) {
+			clockid_t c = clk ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+			struct timespec ts;
+
+			/* Busy: a past deadline times out, a bad one is
+			 * -EINVAL, and neither leaves anything. */
+			assert_int_equal(ofd(other, F_OFD_SETLK, F_WRLCK, 10, 10), 0);
+			for (unsigned i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+				int got;
+
+				if (!fits_time_t(past[i]))
+					continue;
+				ts = (struct timespec){ (time_t)past[i], 0 };
+				got = timed_call(k, &t, c, &ts);
+				if (got != -ETIMEDOUT)
+					print_error("%s, clock %d, tv_sec %lld: %d\n", timed_name[k],
+						    (int)c, (long long)past[i], got);
+				assert_int_equal(got, -ETIMEDOUT);
+				ts.tv_nsec = 999999999L;
+				assert_int_equal(timed_call(k, &t, c, &ts), -ETIMEDOUT);
+			}
+			for (unsigned i = 0; i < sizeof(bad_ns) / sizeof(bad_ns[0]); i++) {
+				deadline_in(c, 1000, &ts);
+				ts.tv_nsec = bad_ns[i];
+				assert_int_equal(timed_call(k, &t, c, &ts), -EINVAL);
+				ts.tv_sec = -1;
+				assert_int_equal(timed_call(k, &t, c, &ts), -EINVAL);
+			}
+
+			/* Busy, a far deadline: it waits until the range is
+			 * free, then holds it. */
+			for (unsigned i = 0; i < sizeof(far) / sizeof(far[0]); i++) {
+				struct timed_arg a = { .k = k, .t = &t, .c = c };
+				pthread_t th;
+				int early;
+
+				if (!fits_time_t(far[i]))
+					continue;
+				a.ts = (struct timespec){ (time_t)far[i], 0 };
+				assert_int_equal(pthread_create(&th, NULL, timed_main, &a), 0);
+				sleep_ms(100);
+				early = atomic_load(&a.done);
+				assert_int_equal(ofd(other, F_OFD_SETLK, F_UNLCK, 10, 10), 0);
+				pthread_join(th, NULL);
+				if (early || a.ret)
+					print_error("%s, clock %d, tv_sec %lld: returned %d %s\n",
+						    timed_name[k], (int)c, (long long)far[i],
+						    a.ret, early ? "at once" : "");
+				assert_false(early);
+				assert_int_equal(a.ret, 0);
+				assert_int_equal(ofd(other, F_OFD_SETLK, F_WRLCK, 10, 10), 0);
+			}
+			assert_int_equal(ofd(other, F_OFD_SETLK, F_UNLCK, 10, 10), 0);
+			assert_empty_both(&t, o);
+
+			/* Free at both levels: held whatever the deadline (it
+			 * is looked at only when the call would wait). */
+			for (unsigned i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+				if (!fits_time_t(past[i]))
+					continue;
+				ts = (struct timespec){ (time_t)past[i], 0 };
+				assert_int_equal(timed_call(k, &t, c, &ts), 0);
+			}
+			ts = (struct timespec){ 0, -1 };
+			assert_int_equal(timed_call(k, &t, c, &ts), 0);
+			assert_empty_both(&t, o);
+		}
+	}
 	assert_int_equal(range_lock_tree_destroy(&t), 0);
 	close(other);
 	close(o);
@@ -920,7 +1166,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fork_child_excludes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork_inherited_tree_aborts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_misuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_range_aborts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trylock_and_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deadline_edges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unrelated_carry_on, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_signal_and_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes_exclusion, setup, teardown),

@@ -908,6 +908,119 @@ static void test_misuse_aborts(void **state)
 	expect_abort(trylock_in_two_trees, "range_write_trylock([3, 7]): request is already in a tree");
 }
 
+/*
+ * A request whose init failed (start > last: range_lock_init() and
+ * range_lock_async_init() return -EINVAL) is refused by every call that
+ * takes it, with a message naming the bad range -- not locked as some
+ * other range, and not reported as something else.
+ */
+static int bad_case;
+
+static void no_completion(struct range_lock_async *req, int status)
+{
+	(void)req;
+	(void)status;
+}
+
+static void bad_range_child(void)
+{
+	struct timespec ts;
+	struct range_lock good, bad;
+	struct range_lock_item set[2] = { { &good, RANGE_LOCK_READ },
+					  { &bad, RANGE_LOCK_WRITE } };
+	struct range_lock_async req;
+	int k = bad_case;
+
+	range_lock_tree_init(&misuse_tree);
+	range_lock_init(&good, 20, 29);
+	if (range_lock_init(&bad, 10, 5) != -EINVAL ||
+	    range_lock_async_init(&req, 10, 5, no_completion, NULL) != -EINVAL)
+		_exit(3);
+	deadline_in(CLOCK_MONOTONIC, 1000, &ts);
+	switch (k) {
+	case 0: range_read_lock(&misuse_tree, &bad); break;
+	case 1: range_write_lock(&misuse_tree, &bad); break;
+	case 2: range_read_lock_nested(&misuse_tree, &bad, 1); break;
+	case 3: range_write_lock_nested(&misuse_tree, &bad, 1); break;
+	case 4: range_read_lock_interruptible(&misuse_tree, &bad); break;
+	case 5: range_write_lock_interruptible(&misuse_tree, &bad); break;
+	case 6: range_read_lock_killable(&misuse_tree, &bad); break;
+	case 7: range_write_lock_killable(&misuse_tree, &bad); break;
+	case 8: range_write_lock_killable_nested(&misuse_tree, &bad, 1); break;
+	case 9: range_read_timedlock(&misuse_tree, &bad, CLOCK_MONOTONIC, &ts); break;
+	case 10: range_write_timedlock(&misuse_tree, &bad, CLOCK_REALTIME, &ts); break;
+	case 11: range_read_trylock(&misuse_tree, &bad); break;
+	case 12: range_write_trylock(&misuse_tree, &bad); break;
+	case 13: range_lock_many(&misuse_tree, set, 2); break;
+	case 14: range_lock_many_interruptible(&misuse_tree, set, 2); break;
+	case 15: range_lock_many_killable(&misuse_tree, set, 2); break;
+	case 16: range_lock_many_timed(&misuse_tree, set, 2, CLOCK_MONOTONIC, &ts); break;
+	case 17: range_lock_many_try(&misuse_tree, set, 2); break;
+	case 18: range_read_lock_async(&misuse_tree, &req); break;
+	case 19: range_write_lock_async(&misuse_tree, &req); break;
+	case 20: range_lock_grow(&misuse_tree, &bad, 0, 99); break;
+	case 21: range_lock_grow_interruptible(&misuse_tree, &bad, 0, 99); break;
+	case 22: range_lock_grow_killable(&misuse_tree, &bad, 0, 99); break;
+	case 23: range_lock_grow_timed(&misuse_tree, &bad, 0, 99, CLOCK_MONOTONIC, &ts); break;
+	case 24: range_lock_grow_try(&misuse_tree, &bad, 0, 99); break;
+	case 25: range_lock_shrink(&misuse_tree, &bad, 6, 7); break;
+	case 26: range_read_unlock(&misuse_tree, &bad); break;
+	case 27: range_write_unlock(&misuse_tree, &bad); break;
+	case 28: range_downgrade_write(&misuse_tree, &bad); break;
+	case 29: range_unlock_many(&misuse_tree, set + 1, 1); break;
+	/* The same request after a good lock of another one in the tree
+	 * (the tree path, not the lock word) and on a reader-biased tree. */
+	case 30:
+		range_write_lock(&misuse_tree, &good);
+		range_write_lock(&misuse_tree, &bad);
+		break;
+	case 31:
+		range_read_lock(&misuse_tree, &good);
+		range_read_unlock(&misuse_tree, &good);
+		range_read_lock(&misuse_tree, &good);
+		range_read_lock(&misuse_tree, &bad);
+		break;
+	default: break;
+	}
+	_exit(4); /* not refused */
+}
+
+static void test_bad_range_aborts(void **state)
+{
+	static const char *const call[] = {
+		"range_read_lock", "range_write_lock", "range_read_lock_nested",
+		"range_write_lock_nested", "range_read_lock_interruptible",
+		"range_write_lock_interruptible", "range_read_lock_killable",
+		"range_write_lock_killable", "range_write_lock_killable_nested",
+		"range_read_timedlock", "range_write_timedlock", "range_read_trylock",
+		"range_write_trylock", "range_lock_many", "range_lock_many_interruptible",
+		"range_lock_many_killable", "range_lock_many_timed", "range_lock_many_try",
+		"range_read_lock_async", "range_write_lock_async", "range_lock_grow",
+		"range_lock_grow_interruptible", "range_lock_grow_killable",
+		"range_lock_grow_timed", "range_lock_grow_try", "range_lock_shrink",
+		"range_read_unlock", "range_write_unlock", "range_downgrade_write",
+		"range_unlock_many", "range_write_lock", "range_read_lock",
+	};
+	struct child_result r;
+	char needle[160];
+	int failed = 0;
+
+	(void)state;
+	for (unsigned k = 0; k < sizeof(call) / sizeof(call[0]); k++) {
+		bad_case = (int)k;
+		snprintf(needle, sizeof(needle), "%s([10, 5]): range [10, 5] is invalid: "
+			 "start > last", call[k]);
+		run_child(bad_range_child, &r);
+		if (!(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT) ||
+		    !strstr(r.out, needle)) {
+			print_error("case %u: status %#x, stderr '%s', wanted '%s'\n", k,
+				    r.status, r.out, needle);
+			failed++;
+		}
+	}
+	assert_int_equal(failed, 0);
+}
+
 /* ---- requests on the stack, reused at once ----------------------------- */
 
 #define UNITS 64
@@ -1529,6 +1642,7 @@ int main(void)
 		cmocka_unit_test(test_timedlock_times_out),
 		cmocka_unit_test(test_giveup_unaccounting),
 		cmocka_unit_test(test_misuse_aborts),
+		cmocka_unit_test(test_bad_range_aborts),
 		cmocka_unit_test(test_stack_requests_stress),
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_dump),

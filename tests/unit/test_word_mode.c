@@ -1158,6 +1158,40 @@ static void test_misuse_unlock_non_holder_during_handoff(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* The same with a request whose init failed (it carries a mark that makes
+ * lock calls refuse it): it must not look like the word's fast holder
+ * either.  The whole resource, so that it would release the holder's
+ * word in write mode. */
+static void unlock_bad_init_during_handoff(void)
+{
+	static struct range_lock wreq, bogus;
+	pthread_t th;
+
+	range_lock_tree_init(&mis_tree);
+	lock_holder(&mis_tree, &mis_holder, false);
+	range_lock_init_full(&wreq);
+	if (pthread_create(&th, NULL, mis_waiter, &wreq))
+		_exit(3);
+	if (!wait_word_is(&mis_tree, word_of(&wreq, HANDOFF_W)))
+		_exit(4);
+	if (range_lock_init(&bogus, RANGE_LOCK_FULL, 0) != -EINVAL)
+		_exit(6);
+	range_write_unlock(&mis_tree, &bogus);
+	_exit(5); /* the unlock returned */
+}
+
+static void test_misuse_unlock_bad_init_during_handoff(void **state)
+{
+	(void)state;
+	struct child_result r;
+
+	run_child(unlock_bad_init_during_handoff, &r);
+	if (!strstr(r.out, "is invalid: start > last") || !WIFSIGNALED(r.status))
+		print_error("status %#x, stderr: '%s'\n", r.status, r.out);
+	assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT);
+	assert_non_null(strstr(r.out, "is invalid: start > last"));
+}
+
 /* ---- handed, then displaced before the pick-up ------------------------- */
 
 static FILE *devnull;
@@ -1783,6 +1817,7 @@ int main(void)
 #if !RL_TEST_LONG_HANDOFF
 		cmocka_unit_test(test_misuse_unlock_during_handoff),
 		cmocka_unit_test(test_misuse_unlock_non_holder_during_handoff),
+		cmocka_unit_test(test_misuse_unlock_bad_init_during_handoff),
 		cmocka_unit_test(test_handed_then_displaced),
 #endif
 		cmocka_unit_test(test_stats_tree_no_word_wait),
