@@ -514,6 +514,7 @@ static void test_set_exclusion_stress()
 							violations++;
 					}
 				}
+				std::this_thread::yield(); // let the others in, if they can
 				for (int u = 0; u < units; u++) {
 					if (mode[u] == 2)
 						writers[u].fetch_sub(1);
