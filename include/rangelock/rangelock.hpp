@@ -11,6 +11,11 @@
 //                           std::unique_lock), with downgrade() to a read_hold
 //   rangelock::read_hold    movable RAII read hold on a range (as
 //                           std::shared_lock)
+//   rangelock::range_set    several ranges of one tree taken as ONE arrival
+//                           (range_lock_many()): all or nothing, and its
+//                           members never conflict with each other
+//   rangelock::async_range  an asynchronous request for event loops
+//                           (range_*_lock_async()): override completed()
 //
 //     rangelock::tree file_lock;
 //     void write_extent(uint64_t off, uint64_t len) {
@@ -30,7 +35,21 @@
 // (lock, try_lock, try_lock_for, try_lock_until, unlock) and SharedLockable
 // and SharedTimedLockable for reading (the same with _shared).  write_hold
 // and read_hold are Lockable and TimedLockable in their own mode, as
-// std::unique_lock and std::shared_lock are.
+// std::unique_lock and std::shared_lock are; so is range_set, each member
+// in its own mode.
+//
+// std::lock and std::scoped_lock over several ranges (libstdc++, libc++)
+// lock one, try the others, and on a failure release all and retry in
+// another order.  That is right for ranges that do not conflict with each
+// other: on different trees, disjoint, or all read.  Ranges of one thread
+// that do conflict with each other (they intersect in one tree and one of
+// them writes) are never all taken: each try fails on the thread's own
+// other range (as trylock does in C), and std::lock retries for ever at
+// full CPU -- a livelock, which the checking mode (RANGELOCK_CHECKS) does
+// not report: a failed trylock is a valid answer.  Locking them one after
+// the other deadlocks instead (that the checking mode reports).  Take such
+// ranges as one rangelock::range_set: its members, [0, 99] and [50, 199]
+// for writing say, both hold their units.
 //
 // Timed calls: a steady_clock deadline is a CLOCK_MONOTONIC one and a
 // system_clock deadline a CLOCK_REALTIME one (range_*_timedlock()); any
@@ -41,8 +60,9 @@
 // No exceptions: every call is noexcept.  Misuse that the C calls abort on
 // (unlocking a range not held, the wrong mode, locking a range twice) aborts
 // here too, with the C library's message; so do misuses the C++ layer sees
-// (a start after last, destroying a held range or a busy tree, locking
-// through a hold without a range or that already owns it).  The semantics
+// (a start after last, destroying a held range or set, a queued or held
+// asynchronous request or a busy tree, locking through a hold without a
+// range or that already owns it).  The semantics
 // are the C calls': no stealing in a FIFO tree, self-deadlock and recursive
 // reads as described in <rangelock/rangelock.h>.
 #ifndef RANGELOCK_RANGELOCK_HPP
@@ -50,6 +70,7 @@
 
 #include <rangelock/rangelock.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -58,8 +79,10 @@
 #include <ctime>
 #include <limits>
 #include <mutex>
+#include <initializer_list>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace rangelock {
 
@@ -115,6 +138,34 @@ deadline_after(const std::chrono::duration<Rep, Period> &rel) noexcept
 	if (!(duration<double>(rel).count() < cap))
 		return now + duration_cast<steady_clock::duration>(seconds(1000000000));
 	return now + ceil<steady_clock::duration>(rel);
+}
+
+// Wait for @t through @call(clockid, abstime), which returns true once it
+// got what it waited for: a steady_clock deadline is a CLOCK_MONOTONIC one,
+// a system_clock deadline a CLOCK_REALTIME one; another clock is waited for
+// on steady_clock and checked on its own clock afterwards.
+template <class Clock, class Duration, class Call>
+inline bool wait_until(const std::chrono::time_point<Clock, Duration> &t, Call call) noexcept
+{
+	using namespace std::chrono;
+	if constexpr (std::is_same_v<Clock, steady_clock>) {
+		return call(CLOCK_MONOTONIC, to_timespec(t.time_since_epoch()));
+	} else if constexpr (std::is_same_v<Clock, system_clock>) {
+		return call(CLOCK_REALTIME, to_timespec(t.time_since_epoch()));
+	} else {
+		// Another clock: wait on steady_clock, believe only @Clock.
+		for (;;) {
+			const auto left = t - Clock::now();
+			const auto until = steady_clock::now() +
+				ceil<steady_clock::duration>(
+					left > decltype(left)::zero()
+						? left : decltype(left)::zero());
+			if (call(CLOCK_MONOTONIC, to_timespec(until.time_since_epoch())))
+				return true;
+			if (Clock::now() >= t)
+				return false;
+		}
+	}
 }
 
 } // namespace detail
@@ -295,28 +346,9 @@ private:
 	bool timed(timed_call call, const std::chrono::time_point<Clock, Duration> &t,
 		   mode m) noexcept
 	{
-		using namespace std::chrono;
-		if constexpr (std::is_same_v<Clock, steady_clock>) {
-			return timed_on(call, CLOCK_MONOTONIC,
-					detail::to_timespec(t.time_since_epoch()), m);
-		} else if constexpr (std::is_same_v<Clock, system_clock>) {
-			return timed_on(call, CLOCK_REALTIME,
-					detail::to_timespec(t.time_since_epoch()), m);
-		} else {
-			// Another clock: wait on steady_clock, believe only @Clock.
-			for (;;) {
-				const auto left = t - Clock::now();
-				const auto until = steady_clock::now() +
-					ceil<steady_clock::duration>(
-						left > decltype(left)::zero()
-							? left : decltype(left)::zero());
-				if (timed_on(call, CLOCK_MONOTONIC,
-					     detail::to_timespec(until.time_since_epoch()), m))
-					return true;
-				if (Clock::now() >= t)
-					return false;
-			}
-		}
+		return detail::wait_until(t, [&](clockid_t clk, const timespec &ts) {
+			return timed_on(call, clk, ts, m);
+		});
 	}
 
 	range_lock_tree *tree_;
@@ -537,6 +569,271 @@ inline read_hold write_hold::downgrade() noexcept
 
 inline void swap(write_hold &a, write_hold &b) noexcept { a.swap(b); }
 inline void swap(read_hold &a, read_hold &b) noexcept { a.swap(b); }
+
+/// The mode of a member of a range_set.
+enum class access : int { read = RANGE_LOCK_READ, write = RANGE_LOCK_WRITE };
+
+/// Several ranges of one tree taken as ONE arrival (range_lock_many()): all
+/// or nothing, without deadlock, and the members never conflict with each
+/// other -- two writers of one set on the same unit both hold it.  This is
+/// how one thread takes ranges that overlap; see the top of this file for
+/// why std::lock cannot.  Lockable and TimedLockable: std::unique_lock,
+/// std::scoped_lock and std::lock_guard over a range_set are its holds.
+///
+///     rangelock::range_set s(file_lock, {{src, src + n - 1, rangelock::access::read},
+///                                        {dst, dst + n - 1, rangelock::access::write}});
+///     std::unique_lock hold(s); // copy [src, +n) to [dst, +n), overlapping or not
+///
+/// The set owns its requests (so, as a range, it neither copies nor moves)
+/// and is used by one thread at a time.  add() allocates (std::vector):
+/// running out of memory there terminates, as in any noexcept call.  On a
+/// tree bound to a file, members must not overlap unless both read (the
+/// C call aborts).  The semantics, order and deadlock rules are those of
+/// range_lock_many() in <rangelock/rangelock.h>.
+class range_set {
+public:
+	/// One member: [start, last] for reading or writing.
+	struct member {
+		std::uint64_t start;
+		std::uint64_t last;
+		access mode;
+	};
+
+	explicit range_set(range_lock_tree &t) noexcept : tree_(&t) {}
+	explicit range_set(tree &t) noexcept : range_set(*t.native_handle()) {}
+	range_set(range_lock_tree &t, std::initializer_list<member> m) noexcept : tree_(&t)
+	{
+		locks_.reserve(m.size());
+		items_.reserve(m.size());
+		for (const member &x : m)
+			add(x.start, x.last, x.mode);
+	}
+	range_set(tree &t, std::initializer_list<member> m) noexcept
+		: range_set(*t.native_handle(), m)
+	{
+	}
+	/// Aborts if the set is still held through this object's calls.
+	~range_set()
+	{
+		if (held_)
+			detail::die("rangelock::range_set::~range_set",
+				    "set destroyed while held");
+	}
+	range_set(const range_set &) = delete;
+	range_set &operator=(const range_set &) = delete;
+
+	/// Add [start, last] (inclusive) in mode @a; aborts if start > last or
+	/// while the set is held.
+	void add(std::uint64_t start, std::uint64_t last, access a) noexcept
+	{
+		if (held_)
+			detail::die("rangelock::range_set::add", "set is held");
+		locks_.emplace_back();
+		if (range_lock_init(&locks_.back(), start, last) != 0)
+			detail::die("rangelock::range_set::add", "start > last");
+		items_.push_back({nullptr, static_cast<int>(a)});
+		for (std::size_t i = 0; i < items_.size(); i++)
+			items_[i].lock = &locks_[i]; // the vector may have moved
+	}
+
+	void lock() noexcept
+	{
+		can_lock("rangelock::range_set::lock");
+		range_lock_many(tree_, items_.data(), count());
+		held_ = true;
+	}
+	bool try_lock() noexcept
+	{
+		can_lock("rangelock::range_set::try_lock");
+		return held_ = range_lock_many_try(tree_, items_.data(), count()) == 1;
+	}
+	template <class Rep, class Period>
+	bool try_lock_for(const std::chrono::duration<Rep, Period> &rel) noexcept
+	{
+		return try_lock_until(detail::deadline_after(rel));
+	}
+	template <class Clock, class Duration>
+	bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t) noexcept
+	{
+		can_lock("rangelock::range_set::try_lock_until");
+		return held_ = detail::wait_until(t, [&](clockid_t clk, const timespec &ts) {
+			const int r = range_lock_many_timed(tree_, items_.data(), count(), clk, &ts);
+
+			if (r != 0 && r != -ETIMEDOUT)
+				detail::die("rangelock::range_set::try_lock_until",
+					    "unexpected error from range_lock_many_timed");
+			return r == 0;
+		});
+	}
+	/// Unlock every member (range_unlock_many()).
+	void unlock() noexcept
+	{
+		if (!held_)
+			detail::die("rangelock::range_set::unlock", "set not held");
+		range_unlock_many(tree_, items_.data(), count());
+		held_ = false;
+	}
+
+	std::size_t size() const noexcept { return items_.size(); }
+	/// The members, for the C calls (unlocking one member on its own, the
+	/// _interruptible and _killable forms); the destructor's check does not
+	/// see holds taken or released there.
+	const range_lock_item *native_items() const noexcept { return items_.data(); }
+	range_lock_tree *tree_handle() noexcept { return tree_; }
+
+private:
+	unsigned count() const noexcept { return static_cast<unsigned>(items_.size()); }
+	void can_lock(const char *call) const noexcept
+	{
+		if (held_)
+			detail::die(call, "set already held");
+	}
+
+	range_lock_tree *tree_;
+	std::vector<range_lock> locks_;
+	std::vector<range_lock_item> items_;
+	bool held_ = false;
+};
+
+/// An asynchronous request for [start, last] (struct range_lock_async):
+/// lock_async() or lock_shared_async() holds it now or queues it, and the
+/// release that grants a queued one calls completed() on the releasing
+/// thread.  Derive from it and override completed():
+///
+///     struct extent_io : rangelock::async_range {
+///         using async_range::async_range;
+///         void completed(int status) noexcept override
+///         {
+///             post_to_loop(this, status); // keep it short
+///         }
+///     };
+///
+/// completed(status) is range_lock_async_fn: called exactly once per
+/// queued request that is not withdrawn, after every internal lock is
+/// dropped, with status 0 (held: unlock() it, from any thread) or -EAGAIN
+/// (a tree bound to a file only: another process holds the bytes; nothing
+/// held).  The rules of <rangelock/rangelock.h> apply: it must return, must
+/// not take a lock its releasing caller may hold, and may call only the
+/// calls that do not wait (a lock call that has to wait aborts).  Neither
+/// the library nor this class touches the object after completed()
+/// returns, so completed() may destroy it (delete this) as its last act,
+/// once it has unlocked it.
+///
+/// Lifetime: the object is the request.  From a lock_async() or
+/// lock_shared_async() that returned -EINPROGRESS until completed() has
+/// run or cancel() has returned 0, the library owns it: do not destroy or
+/// reuse it meanwhile.  It neither copies nor moves.  The destructor
+/// aborts if the request is queued or held.  A queued request stands in the
+/// tree like a held one: the thread that would unlock it must not block on
+/// a conflicting range meanwhile.
+class async_range {
+public:
+	/// [start, last] of @t (inclusive); aborts if start > last.
+	async_range(range_lock_tree &t, std::uint64_t start, std::uint64_t last) noexcept
+		: tree_(&t)
+	{
+		if (range_lock_async_init(&req_, start, last, &async_range::done, this) != 0)
+			detail::die("rangelock::async_range", "start > last");
+	}
+	async_range(tree &t, std::uint64_t start, std::uint64_t last) noexcept
+		: async_range(*t.native_handle(), start, last)
+	{
+	}
+	/// Aborts if the request is queued or held.
+	virtual ~async_range()
+	{
+		if (state_.load(std::memory_order_relaxed) != idle)
+			detail::die("rangelock::async_range::~async_range",
+				    "request destroyed while queued or held");
+	}
+	async_range(const async_range &) = delete;
+	async_range &operator=(const async_range &) = delete;
+
+	/// Lock for writing without waiting (range_write_lock_async()).
+	/// Return: 0 (held now; completed() is not called), -EINPROGRESS
+	/// (queued: completed() will be called, unless cancel() withdraws it;
+	/// the object may already be completed -- or destroyed by completed()
+	/// -- when this returns), -EAGAIN or -EINVAL as the C call.
+	int lock_async() noexcept { return submit(range_write_lock_async, queued_write, write); }
+	/// The same for reading (range_read_lock_async()).
+	int lock_shared_async() noexcept { return submit(range_read_lock_async, queued_read, read); }
+
+	/// Withdraw a queued request (range_lock_async_cancel()).  Return: 0
+	/// when withdrawn (completed() is never called; the object is yours
+	/// again); -EALREADY when it was not queued any more: held at
+	/// submission, or granted -- completed() has run, is running or is
+	/// about to run, exactly once: wait for what it signals before you
+	/// unlock or destroy the object.
+	int cancel() noexcept
+	{
+		const int r = range_lock_async_cancel(tree_, &req_);
+
+		if (r == 0)
+			state_.store(idle, std::memory_order_relaxed);
+		return r;
+	}
+
+	/// Unlock a held request by its mode; aborts unless held.
+	void unlock() noexcept
+	{
+		const int s = state_.load(std::memory_order_relaxed);
+
+		if (s == write)
+			range_write_unlock(tree_, &req_.lock);
+		else if (s == read)
+			range_read_unlock(tree_, &req_.lock);
+		else
+			detail::die("rangelock::async_range::unlock", "request not held");
+		state_.store(idle, std::memory_order_relaxed);
+	}
+
+	/// Held now (granted at submission or by a completion that ran with 0).
+	bool owns_lock() const noexcept
+	{
+		const int s = state_.load(std::memory_order_relaxed);
+		return s == read || s == write;
+	}
+	std::uint64_t start() const noexcept { return req_.lock.start; }
+	std::uint64_t last() const noexcept { return req_.lock.last; }
+	range_lock_async *native_handle() noexcept { return &req_; }
+	range_lock_tree *tree_handle() noexcept { return tree_; }
+
+protected:
+	/// The completion; see above.
+	virtual void completed(int status) noexcept = 0;
+
+private:
+	enum : int { idle, queued_read, queued_write, read, write };
+	using submit_call = int (*)(range_lock_tree *, range_lock_async *);
+
+	int submit(submit_call call, int queued, int held) noexcept
+	{
+		// Before the call: a completion may run on another thread before
+		// it returns, and then the object may be gone.
+		state_.store(queued, std::memory_order_relaxed);
+		const int r = call(tree_, &req_);
+
+		if (r == 0)
+			state_.store(held, std::memory_order_relaxed);
+		else if (r != -EINPROGRESS)
+			state_.store(idle, std::memory_order_relaxed);
+		return r; // -EINPROGRESS: *this is the completion's now
+	}
+
+	static void done(range_lock_async *req, int status) noexcept
+	{
+		auto *self = static_cast<async_range *>(req->arg);
+		const int q = self->state_.load(std::memory_order_relaxed);
+
+		self->state_.store(status != 0 ? idle : q == queued_write ? write : read,
+				   std::memory_order_relaxed);
+		self->completed(status); // may destroy *self: nothing after it
+	}
+
+	range_lock_tree *tree_;
+	range_lock_async req_;
+	std::atomic<int> state_{idle};
+};
 
 } // namespace rangelock
 

@@ -2,12 +2,16 @@
 //
 // <rangelock/rangelock.hpp>: the standard lock types work with the wrappers,
 // the holds move, the timed forms map onto the C deadlines, exclusion holds
-// under threads, and misuse aborts.  Built by cxx.cmake with g++ and with
+// under threads, a range_set takes overlapping ranges of one thread (where
+// std::lock livelocks), async_range completes once or is withdrawn, and
+// misuse aborts.  Built by cxx.cmake with g++ and with
 // clang++ at -std=c++17 -Wall -Wextra -Werror.  Threads record, the main
 // thread checks after joining; alarm() is the watchdog.
 #include <rangelock/rangelock.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +28,7 @@
 
 using namespace std::chrono_literals;
 using rangelock::range;
+using rangelock::range_set;
 using rangelock::read_hold;
 using rangelock::write_hold;
 
@@ -48,6 +53,9 @@ static_assert(std::is_nothrow_move_constructible_v<write_hold> &&
 	      std::is_nothrow_move_assignable_v<write_hold>);
 static_assert(std::is_nothrow_move_constructible_v<read_hold> &&
 	      std::is_nothrow_move_assignable_v<read_hold>);
+static_assert(!std::is_copy_constructible_v<range_set> && !std::is_move_constructible_v<range_set>);
+static_assert(!std::is_copy_constructible_v<rangelock::async_range> &&
+	      !std::is_move_constructible_v<rangelock::async_range>);
 static_assert(noexcept(std::declval<range &>().lock()) &&
 	      noexcept(std::declval<range &>().try_lock_for(std::declval<const std::chrono::milliseconds &>())) &&
 	      noexcept(std::declval<range &>().lock_shared()));
@@ -343,6 +351,283 @@ static void test_exclusion_stress()
 	CHECK(violations.load() == 0);
 }
 
+// ---- range_set: several ranges as one arrival -------------------------------
+
+constexpr auto R = rangelock::access::read;
+constexpr auto W = rangelock::access::write;
+
+// Run @fn in a child process under alarm(@secs): true when it returned in
+// time with no failed check.  A livelocked thread cannot be joined; a child
+// can be killed.
+static bool finishes_within(void (*fn)(), unsigned secs)
+{
+	int status = 0;
+
+	std::fflush(nullptr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(secs);
+		failures = 0;
+		fn();
+		_exit(failures ? 1 : 0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// What the header documents: std::lock over two conflicting ranges of one
+// thread never returns.
+static void std_lock_overlapping()
+{
+	rangelock::tree t;
+	range a(t, 0, 99), b(t, 50, 199);
+	std::lock(a, b);
+	a.unlock();
+	b.unlock();
+}
+
+// The same two ranges as one set: taken at once, in every form.
+static void set_overlapping()
+{
+	rangelock::tree t;
+	range_set s(t, {{0, 99, W}, {50, 199, W}});
+	CHECK(s.size() == 2);
+	{
+		std::scoped_lock lk(s);
+		CHECK(!write_free(t, 0, 0) && !read_free(t, 75, 75) && !read_free(t, 199, 199));
+		CHECK(write_free(t, 200, 300));
+	}
+	CHECK(write_free(t, 0, 199));
+	CHECK(s.try_lock());
+	CHECK(!read_free(t, 60, 60));
+	s.unlock();
+	CHECK(s.try_lock_for(10ms));
+	s.unlock();
+	CHECK(s.try_lock_until(odd_clock::now() + 10ms));
+	s.unlock();
+	CHECK(s.try_lock_until(std::chrono::system_clock::now() - 1h)); // free: taken anyway
+	s.unlock();
+	CHECK(write_free(t, 0, 199));
+
+	// A reader and a writer of one set, and members added one by one.
+	range_set m(t);
+	m.add(50, 199, W);
+	m.add(0, 99, R);
+	m.add(300, 300, R);
+	std::unique_lock<range_set> lk(m);
+	CHECK(read_free(t, 0, 49) && !write_free(t, 0, 0));
+	CHECK(!read_free(t, 50, 50) && !read_free(t, 199, 199));
+	CHECK(read_free(t, 300, 300) && !write_free(t, 300, 300));
+	lk.unlock();
+	CHECK(write_free(t, 0, 300));
+	// An empty set locks nothing.
+	range_set e(t);
+	e.lock();
+	e.unlock();
+}
+
+static void test_set_overlapping_one_thread()
+{
+	CHECK(!finishes_within(std_lock_overlapping, 1)); // the documented livelock
+	CHECK(finishes_within(set_overlapping, 20));
+}
+
+// Against a holder on another thread: try_lock and try_lock_for take all or
+// nothing, and leave nothing in the tree when they fail; lock() waits.
+static void test_set_all_or_nothing()
+{
+	rangelock::tree t;
+	std::atomic<int> phase{0};
+	std::atomic<bool> released{false};
+	std::thread holder([&] {
+		range h(t, 150, 150);
+		h.lock();
+		phase = 1;
+		while (phase.load() != 2)
+			std::this_thread::sleep_for(1ms);
+		std::this_thread::sleep_for(20ms);
+		released = true;
+		h.unlock();
+	});
+	while (phase.load() != 1)
+		std::this_thread::sleep_for(1ms);
+	range_set s(t, {{0, 99, W}, {50, 199, W}});
+	const bool got_try = s.try_lock();
+	const bool left_try = !write_free(t, 0, 149) || !write_free(t, 151, 199);
+	const bool got_timed = s.try_lock_for(20ms);
+	const bool left_timed = !write_free(t, 0, 149) || !write_free(t, 151, 199);
+	phase = 2;
+	s.lock();
+	const bool waited = released.load();
+	holder.join();
+	CHECK(!got_try && !left_try);
+	CHECK(!got_timed && !left_timed);
+	CHECK(waited);
+	CHECK(!write_free(t, 150, 150) && !write_free(t, 0, 0));
+	s.unlock();
+	CHECK(write_free(t, 0, 199));
+}
+
+// Sets of overlapping members and single ranges, from several threads:
+// each unit is written by one thread at a time, and never read meanwhile.
+static void test_set_exclusion_stress()
+{
+	constexpr int units = 32, threads = 3, iters = 5000;
+	static std::atomic<int> writers[units], readers[units];
+	rangelock::tree t;
+	std::atomic<long> violations{0}, taken{0};
+	std::vector<std::thread> ths;
+
+	for (int i = 0; i < threads; i++) {
+		ths.emplace_back([&, i] {
+			std::minstd_rand rnd(99 + i);
+			for (int k = 0; k < iters; k++) {
+				int mode[units] = {}; // 0 none, 1 read, 2 write
+				range_set s(t);
+				const int n = 1 + rnd() % 3;
+				for (int j = 0; j < n; j++) {
+					uint64_t st = rnd() % units, l = st + rnd() % 6;
+					const bool w = rnd() % 3 == 0;
+					if (l >= units)
+						l = units - 1;
+					s.add(st, l, w ? W : R);
+					for (uint64_t u = st; u <= l; u++)
+						mode[u] = std::max(mode[u], w ? 2 : 1);
+				}
+				const int how = rnd() % 4;
+				if (how == 0) {
+					if (!s.try_lock())
+						continue;
+				} else if (how == 1) {
+					if (!s.try_lock_for(1ms))
+						continue;
+				} else {
+					s.lock();
+				}
+				taken++;
+				for (int u = 0; u < units; u++) {
+					if (mode[u] == 2 && (writers[u].fetch_add(1) || readers[u].load()))
+						violations++;
+					if (mode[u] == 1) {
+						readers[u].fetch_add(1);
+						if (writers[u].load())
+							violations++;
+					}
+				}
+				std::this_thread::yield(); // let the others in, if they can
+				for (int u = 0; u < units; u++) {
+					if (mode[u] == 2)
+						writers[u].fetch_sub(1);
+					if (mode[u] == 1)
+						readers[u].fetch_sub(1);
+				}
+				s.unlock();
+			}
+		});
+	}
+	for (auto &th : ths)
+		th.join();
+	CHECK(violations.load() == 0);
+	CHECK(taken.load() > threads * iters / 2);
+}
+
+// ---- async_range ------------------------------------------------------------
+
+struct counted : rangelock::async_range {
+	using async_range::async_range;
+	std::atomic<int> calls{0}, status{1};
+	std::atomic<bool> held_then{false};
+	void completed(int st) noexcept override
+	{
+		status = st;
+		held_then = owns_lock();
+		calls++;
+	}
+};
+
+// Granted by a release: the completion runs once, on the releasing thread,
+// before the release returns; held at submission: no completion.
+static void test_async_grant()
+{
+	rangelock::tree t;
+	range holder(t, 0, 9);
+	counted a(t, 5, 15);
+
+	holder.lock();
+	CHECK(a.lock_async() == -EINPROGRESS);
+	CHECK(a.calls == 0 && !a.owns_lock());
+	holder.unlock();
+	CHECK(a.calls == 1 && a.status == 0 && a.held_then && a.owns_lock());
+	CHECK(!write_free(t, 15, 15) && !read_free(t, 5, 5) && write_free(t, 0, 4));
+	CHECK(a.cancel() == -EALREADY);
+	a.unlock();
+	CHECK(!a.owns_lock() && write_free(t, 0, 15));
+
+	CHECK(a.lock_shared_async() == 0 && a.owns_lock()); // free: held now
+	CHECK(read_free(t, 5, 15) && !write_free(t, 5, 5));
+	a.unlock(); // by its mode: read
+	CHECK(write_free(t, 0, 15));
+
+	holder.lock();
+	CHECK(a.lock_shared_async() == -EINPROGRESS);
+	std::thread th([&] { holder.unlock(); }); // granted on that thread
+	th.join();
+	CHECK(a.status == 0 && a.owns_lock());
+	CHECK(read_free(t, 5, 5) && !write_free(t, 15, 15));
+	a.unlock();
+	CHECK(a.calls == 2);
+	CHECK(write_free(t, 0, 15));
+}
+
+// cancel() withdraws a queued request: no completion, nothing left, and the
+// object can be submitted again.
+static void test_async_cancel()
+{
+	rangelock::tree t;
+	range holder(t, 0, 9);
+	counted a(t, 5, 15);
+
+	holder.lock();
+	CHECK(a.lock_async() == -EINPROGRESS);
+	CHECK(a.cancel() == 0 && !a.owns_lock());
+	holder.unlock();
+	CHECK(a.calls == 0);
+	CHECK(write_free(t, 0, 15));
+	holder.lock();
+	CHECK(a.lock_async() == -EINPROGRESS);
+	holder.unlock();
+	CHECK(a.calls == 1 && a.owns_lock());
+	a.unlock();
+	CHECK(write_free(t, 0, 15));
+}
+
+// A completion may unlock and destroy its request.
+struct self_deleting : rangelock::async_range {
+	self_deleting(rangelock::tree &t, std::atomic<int> &n) : async_range(t, 0, 0), n_(n) {}
+	std::atomic<int> &n_;
+	void completed(int st) noexcept override
+	{
+		if (st == 0)
+			unlock();
+		n_++;
+		delete this;
+	}
+};
+
+static void test_async_delete_in_completion()
+{
+	rangelock::tree t;
+	range holder(t, 0, 9);
+	std::atomic<int> n{0};
+
+	holder.lock();
+	for (int i = 0; i < 3; i++)
+		CHECK((new self_deleting(t, n))->lock_async() == -EINPROGRESS);
+	holder.unlock();
+	CHECK(n == 3);
+	CHECK(write_free(t, 0, 9));
+}
+
 // ---- misuse aborts, with a message ------------------------------------------
 
 static bool aborts_with(void (*fn)(), const char *needle)
@@ -401,12 +686,48 @@ static void range_backwards()
 	range r(t, 7, 3);
 }
 
+static void destroy_queued_async()
+{
+	static rangelock::tree t;
+	static range h(t, 0, 9);
+	h.lock();
+	counted a(t, 3, 7);
+	(void)a.lock_async();
+}
+
+static void destroy_held_set()
+{
+	static rangelock::tree t;
+	range_set s(t, {{0, 9, W}});
+	s.lock();
+}
+
+static void unlock_set_not_held()
+{
+	static rangelock::tree t;
+	range_set s(t);
+	s.unlock();
+}
+
+static void add_to_held_set()
+{
+	static rangelock::tree t;
+	range_set s(t, {{0, 9, W}});
+	s.lock();
+	s.add(20, 29, R);
+}
+
 static void test_misuse()
 {
 	CHECK(aborts_with(destroy_held_range, "rangelock::range::~range: range destroyed while held"));
 	CHECK(aborts_with(unlock_wrong_mode, "range_write_unlock([3, 7]): range is held for reading"));
 	CHECK(aborts_with(hold_locked_twice, "rangelock::write_hold::lock: hold already owns its range"));
 	CHECK(aborts_with(range_backwards, "rangelock::range: start > last"));
+	CHECK(aborts_with(destroy_queued_async,
+			  "rangelock::async_range::~async_range: request destroyed while queued or held"));
+	CHECK(aborts_with(destroy_held_set, "rangelock::range_set::~range_set: set destroyed while held"));
+	CHECK(aborts_with(unlock_set_not_held, "rangelock::range_set::unlock: set not held"));
+	CHECK(aborts_with(add_to_held_set, "rangelock::range_set::add: set is held"));
 }
 
 int main()
@@ -419,6 +740,12 @@ int main()
 	test_grow_shrink();
 	test_timed();
 	test_exclusion_stress();
+	test_set_overlapping_one_thread();
+	test_set_all_or_nothing();
+	test_set_exclusion_stress();
+	test_async_grant();
+	test_async_cancel();
+	test_async_delete_in_completion();
 	test_misuse();
 	if (failures) {
 		std::fprintf(stderr, "%d check(s) failed\n", failures);
