@@ -45,6 +45,9 @@ else()
   message(STATUS "find_package, C++: SKIPPED (no C++ compiler)")
 endif()
 
+# 2b. the version: find_package and pkg-config give the newest calls' X.Y
+include(${CMAKE_CURRENT_LIST_DIR}/versions.cmake)
+
 # 3. pkg-config (the .pc keeps the configure-time prefix: redefine it)
 find_program(PKG_CONFIG NAMES pkg-config pkgconf)
 if(NOT PKG_CONFIG)
