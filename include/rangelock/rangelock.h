@@ -59,13 +59,21 @@
  * holder's unlock wakes one such sleeper; a running thread may take the
  * range first.  The hand-off bound holds there too: a word waiter that has
  * waited about 2 ms asks for the range as soon as it runs, and from then on
- * the holder's unlock hands it over directly, so no running thread can take
- * it first; when several waiters have passed the bound, each hand-over goes
- * to one of them (whichever asked first, not necessarily the one that
- * waited longest).  Anything else that comes (a partial
- * range, a reader, an interruptible or killable call, the dump, statistics)
- * sends the word waiters into the tree, where they wait as usual, keeping
- * their arrival time; when the tree empties, word mode is back.  FIFO
+ * the holder's unlock hands it over directly, so no whole-resource writer
+ * that runs meanwhile can take it first; when several waiters have passed
+ * the bound, each hand-over goes to one of them (whichever asked first,
+ * not necessarily the one that waited longest).  Anything else that comes
+ * (a partial range, a reader, an interruptible or killable call, the dump,
+ * statistics) sends the word waiters into the tree, where they wait as
+ * usual, keeping their arrival time for the hand-off bound but not their
+ * place: a request that comes as a partial range, a reader, or an
+ * interruptible or killable call displaces the word -- it moves the holder
+ * into the tree (with the range, if it was already handed over) and enters
+ * the tree itself -- before the woken word waiters get there, so it goes
+ * first, even before a waiter that had asked for the hand-over, and so
+ * does any other request that enters the tree before them.  A waiter past
+ * the bound enters the tree marked: nothing that comes after it passes
+ * it.  When the tree empties, word mode is back.  FIFO
  * trees, trees with statistics and the checking mode never use it.  Every
  * call keeps its contract; a trylock that would have to wait on the word
  * returns 0 at once.
