@@ -214,9 +214,9 @@ extern "C" {
 #endif
 
 #define RANGELOCK_VERSION_MAJOR 0
-#define RANGELOCK_VERSION_MINOR 2
+#define RANGELOCK_VERSION_MINOR 3
 #define RANGELOCK_VERSION_PATCH 0
-#define RANGELOCK_VERSION_STRING "0.2.0"
+#define RANGELOCK_VERSION_STRING "0.3.0"
 
 /** RANGE_LOCK_FULL - the last unit of every resource. */
 #define RANGE_LOCK_FULL UINT64_MAX
