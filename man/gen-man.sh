@@ -16,6 +16,19 @@
 # opening comment plus a list of the pages.  A page keeps its date while its
 # text does not change.  Needs only sh, awk, sed, diff and date; --check
 # also lints the pages with mandoc -T lint (or groff -ww -z) when present.
+#
+# From the header's kernel-doc: "Return:" gives RETURN VALUE (a page with a
+# call that returns something must have one); "Since: X.Y" gives VERSIONS
+# (every documented name needs one, and a call's must be its node in
+# src/rangelock.map); indented "-EXXX: ..." lines become a tagged list; in
+# a call's page "<section> above" (a section of the opening comment) reads
+# "<section> in rangelock(7)"; the synopsis leaves out the _TIME_BITS=64
+# redirect.  man/examples/PAGE.c, if present, is the page's EXAMPLES
+# section (PAGE.c for PAGE(3), rangelock.c for rangelock(7)); ctest
+# package_man_examples compiles and runs the examples as the pages show them.
+# Generation fails, and --check too, when a page would name a file that is
+# not installed (docs/, bench/, the README), or rangelock(7) would miss an
+# errno value the header uses.
 set -eu
 cd "$(dirname "$0")/.."
 header=include/rangelock/rangelock.h
@@ -42,12 +55,20 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/man3" "$tmp/man7"
 version=$(sed -n 's/^#define RANGELOCK_VERSION_STRING "\(.*\)"$/\1/p' "$header")
+# each exported call and its version node: "name X.Y"
+awk '/^RANGELOCK_[0-9]+\.[0-9]+ \{/ { node = substr($1, 11) }
+     node != "" && /^ +[a-z_0-9]+;/ { n = $1; sub(/;.*/, "", n); print n, node }' \
+	src/rangelock.map > "$tmp/nodes"
 
-printf '%s\n' "$groups" | awk -v hdr="$header" -v dir="$tmp" -v version="$version" '
+printf '%s\n' "$groups" | awk -v hdr="$header" -v dir="$tmp" -v version="$version" \
+	-v nodes="$tmp/nodes" -v examples="$out/examples" '
 function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
 # roff text: escape, bold name(), italic @param
 function fmt(s,   o, m) {
 	gsub(/\\/, "\\e", s)
+	# in the page of a call, a section of the opening comment is in rangelock(7)
+	if (xref)
+		gsub(/ above/, " in rangelock(7)", s)
 	o = ""
 	while (match(s, /@[A-Za-z_][A-Za-z_0-9]*|[A-Za-z_][A-Za-z_0-9]*\(\)/)) {
 		m = substr(s, RSTART, RLENGTH)
@@ -59,6 +80,7 @@ function fmt(s,   o, m) {
 		s = substr(s, RSTART + RLENGTH)
 	}
 	o = o s
+	gsub(/rangelock\(7\)/, "\\fBrangelock\\fP(7)", o)
 	return wrap(o)
 }
 # Break filled text into lines of at most 78 bytes (at spaces); no line may
@@ -80,8 +102,9 @@ function guard(l) { return (l ~ /^[.\047]/) ? "\\&" l : l }
 function lit(s) { gsub(/\\/, "\\e", s); if (s ~ /^[.\047]/) s = "\\&" s; return s }
 # Render comment lines doc[d, 1..n] as roff paragraphs into the global
 # "body" (and "ret", the Return: paragraph; "params", the @name: list).
-function render(d, skip_summary,   i, n, l, para, inparam, pname, inbullet, isret) {
+function render(d, skip_summary,   i, n, l, para, inparam, pname, inbullet, isret, inerr, errs, etag) {
 	body = ""; ret = ""; params = ""; para = ""; inparam = 0; inbullet = 0
+	inerr = 0; errs = 0
 	n = doclen[d]
 	i = 1
 	if (skip_summary && doc[d, 1] ~ /^[A-Za-z_][A-Za-z_0-9 ]*(\(\))? - /) {
@@ -90,10 +113,13 @@ function render(d, skip_summary,   i, n, l, para, inparam, pname, inbullet, isre
 	}
 	for (; i <= n + 1; i++) {
 		l = (i <= n) ? doc[d, i] : ""
-		if (l ~ /^@[A-Za-z_0-9]+:/ || l ~ /^ - / || l == "" || (l ~ /^Return:/)) {
+		if (l ~ /^@[A-Za-z_0-9]+:/ || l ~ /^ - / || l == "" || (l ~ /^Return:/) ||
+		    l ~ /^ +-E[A-Z]+(, -E[A-Z]+)*:/) {
 			# flush the paragraph or item being collected
 			if (para != "") {
-				if (inparam)
+				if (inerr)
+					body = body ".TP\n.B " etag "\n" fmt(para) "\n"
+				else if (inparam)
 					params = params ".TP\n.I " pname "\n" fmt(para) "\n"
 				else if (isret)
 					ret = ret fmt(para) "\n"
@@ -102,7 +128,21 @@ function render(d, skip_summary,   i, n, l, para, inparam, pname, inbullet, isre
 				else
 					body = body ".PP\n" fmt(para) "\n"
 			}
-			para = ""; inparam = 0; inbullet = 0; isret = 0
+			para = ""; inparam = 0; inbullet = 0; isret = 0; inerr = 0
+			# errno values: a tagged list, indented, until another kind of line
+			if (l ~ /^ +-E[A-Z]+(, -E[A-Z]+)*:/) {
+				if (!errs)
+					body = body ".RS 2\n"
+				errs = inerr = 1
+				etag = trim(substr(l, 1, index(l, ":") - 1))
+				gsub(/-/, "\\-", etag)
+				para = trim(substr(l, index(l, ":") + 1))
+				continue
+			}
+			if (errs) {
+				body = body ".RE\n"
+				errs = 0
+			}
 			if (l ~ /^@/) {
 				inparam = 1
 				pname = substr(l, 2, index(l, ":") - 2)
@@ -148,6 +188,7 @@ incom {
 	if ($0 ~ /^ \*\/$/) { incom = 0; ndoc_done = 1; next }
 	l = $0; sub(/^ \* ?/, "", l); if (l == " *" || l == "*") l = ""
 	sub(/^ \*$/, "", l)
+	if (l ~ /^Since: /) { since[nd] = substr(l, 8); next }
 	doc[nd, ++doclen[nd]] = l
 	next
 }
@@ -164,6 +205,7 @@ incom {
 	while (decl !~ /;/ && (getline l) > 0)
 		decl = decl " " trim(l)
 	sub(/^RANGELOCK_API /, "", decl); gsub(/[ \t]+/, " ", decl)
+	sub(/ RANGELOCK_TIME64_REDIRECT\([^)]*\)/, "", decl)
 	name = decl; sub(/\(.*/, "", name); sub(/.*[ *]/, "", name)
 	add(name, decl)
 	next
@@ -197,13 +239,80 @@ function add(name, decl) {
 		api[name] = 1
 }
 
+# "Since librangelock X.Y: names." lines for the names n[1..k] of a page
+function versions(nn, nm,   k, v, e, nv, vl, vn, i, j, t, out, sym, r) {
+	nv = 0
+	for (k = 1; k <= nn; k++) {
+		r = byname[nm[k]]
+		split(since[rdoc[r]], e, " ")
+		v = e[1]; e[1] = since[rdoc[r]]; sub(/^[^ ]* ?/, "", e[1])
+		if (!(v in vn)) { vl[++nv] = v; vn[v] = "" }
+		t = nm[k]; sub(/^struct_/, "struct ", t)
+		if (t !~ /^struct /) t = t "()"
+		if (e[1] != "") t = t " " e[1]
+		vn[v] = vn[v] (vn[v] == "" ? "" : ", ") t
+		if (nm[k] in node) sym[v] = 1
+	}
+	for (i = 2; i <= nv; i++)	# oldest first
+		for (j = i; j > 1 && vless(vl[j], vl[j - 1]); j--) {
+			t = vl[j]; vl[j] = vl[j - 1]; vl[j - 1] = t
+		}
+	out = ""
+	for (i = 1; i <= nv; i++) {
+		v = vl[i]
+		t = "Since librangelock " v
+		if (v in sym) t = t " (symbol version RANGELOCK_" v ")"
+		out = out (i == 1 ? "" : ".PP\n") fmt(nv == 1 && vn[v] !~ / \(/ ? t "." : t ": " vn[v] ".") "\n"
+	}
+	return out
+}
+function vless(a, b,   x, y) {
+	split(a, x, "."); split(b, y, ".")
+	return x[1] + 0 < y[1] + 0 || (x[1] + 0 == y[1] + 0 && x[2] + 0 < y[2] + 0)
+}
+# the EXAMPLES section of PAGE from man/examples/PAGE.c, if there is one
+function example(page,   f, l, o) {
+	f = examples "/" page ".c"
+	o = ""
+	while ((getline l < f) > 0) {
+		gsub(/\t/, "    ", l)
+		o = o lit(l) "\n"
+	}
+	close(f)
+	return o == "" ? "" : ".SH EXAMPLES\n.EX\n" o ".EE\n"
+}
+
 END {
+	if (failed)
+		exit 1
+	while ((getline l < nodes) > 0) {
+		split(l, f, " "); node[f[1]] = f[2]
+	}
+	# every documented name says since when; a call, its symbol version
+	bad = 0
+	for (r = 1; r <= nr; r++) {
+		if (!(rname[r] in grouped) && !(rname[r] in api))
+			continue	# no page
+		if (rdoc[r] == 0 || since[rdoc[r]] == "") {
+			printf "gen-man.sh: %s has no \"Since: X.Y\" line in %s\n", rname[r], hdr > "/dev/stderr"
+			bad = 1
+			continue
+		}
+		v = since[rdoc[r]]; sub(/ .*/, "", v)
+		if ((rname[r] in node) && node[rname[r]] != v) {
+			printf "gen-man.sh: %s: \"Since: %s\" in %s, but node RANGELOCK_%s in src/rangelock.map\n", rname[r], v, hdr, node[rname[r]] > "/dev/stderr"
+			bad = 1
+		}
+	}
+	if (bad)
+		exit 1
 	# calls in no group get a page of their own
 	for (r = 1; r <= nr; r++)
 		if (!(rname[r] in grouped) && (rname[r] in api)) {
 			ng++; gpage[ng] = rname[r]; gwhat[ng] = summary(rdoc[r])
 			gn[ng] = 1; gname[ng, 1] = rname[r]; grouped[rname[r]] = 1
 		}
+	xref = 1
 	for (g = 1; g <= ng; g++) {
 		file = dir "/man3/" gpage[g] ".3"
 		names = ""
@@ -253,14 +362,27 @@ END {
 				printf "%s", params > file
 			if (body != "")
 				printf "%s", body > file
-			if (ret != "")
-				rets = rets ".TP\n" hl "\n" ret
+			if (ret != "")	# (a tag too long for one line: no tag)
+				rets = rets (length(hl) > 78 ? ".PP" : ".TP\n" hl) "\n" ret
 		}
 		printf ".SH RETURN VALUE\n" > file
-		if (rets != "")
+		if (rets != "") {
+			sub(/^\.PP\n/, "", rets)
 			printf "%s", rets > file
-		else
+		} else {
+			for (k = 1; k <= gn[g]; k++) {
+				r = byname[gname[g, k]]
+				if ((rname[r] in api) && rdecl[r] !~ /^void /) {
+					printf "gen-man.sh: %s returns a value but its page has no \"Return:\" paragraph in %s\n", rname[r], hdr > "/dev/stderr"
+					exit 1
+				}
+			}
 			printf "These calls return no value.\n" > file
+		}
+		for (k = 1; k <= gn[g]; k++)
+			vnm[k] = gname[g, k]
+		printf ".SH VERSIONS\n%s", versions(gn[g], vnm) > file
+		printf "%s", example(gpage[g]) > file
 		printf ".SH SEE ALSO\n.BR rangelock (7)\n" > file
 		close(file)
 		for (k = 1; k <= gn[g]; k++) {
@@ -271,6 +393,7 @@ END {
 		}
 	}
 	# rangelock(7): the header opening comment and the list of pages
+	xref = 0
 	file = dir "/man7/rangelock.7"
 	printf "%s", th("rangelock", 7) > file
 	printf ".SH NAME\nrangelock \\- range reader/writer locks for POSIX threads (librangelock)\n" > file
@@ -288,12 +411,49 @@ END {
 				names = names (names == "" ? "" : ", ") gname[g, k]
 		printf ".TP\n.BR %s (3)\n%s\n", gpage[g], wrap(gwhat[g] ": " names ".") > file
 	}
+	nlist = ""
+	for (n in node)
+		nv[node[n]] = 1
+	for (v in nv)
+		nsort[++nn] = v
+	for (i = 2; i <= nn; i++)
+		for (j = i; j > 1 && vless(nsort[j], nsort[j - 1]); j--) {
+			t = nsort[j]; nsort[j] = nsort[j - 1]; nsort[j - 1] = t
+		}
+	for (i = 1; i <= nn; i++)
+		nlist = nlist (i == 1 ? "" : i == nn ? " and " : ", ") "RANGELOCK_" nsort[i]
+	printf ".SH VERSIONS\n%s\n", fmt("This manual describes librangelock " version ". Each call carries the symbol version of the release that added it (" nlist "), and each page says under VERSIONS which release that was. A program built against an earlier release of the same major version runs unchanged; one that uses a call added after the library it runs with does not start: the dynamic linker names the symbol version it misses. rangelock_version() tells the version of the library that runs, RANGELOCK_VERSION_STRING (and RANGELOCK_VERSION_MAJOR, _MINOR, _PATCH) that of the header a program was compiled with.") > file
+	printf "%s", example("rangelock") > file
 	printf ".SH SEE ALSO\n" > file
 	for (g = 1; g <= ng; g++)
 		printf ".BR %s (3)%s\n", gpage[g], g < ng ? "," : "" > file
 	close(file)
 }
 ' - "$header"
+
+# What the pages must not say, whatever the header says.
+status=0
+bad() { echo "gen-man.sh: $*" >&2; status=1; }
+# files that are not installed (cmake/install.cmake installs the header,
+# the library, the package files and these pages)
+grep -HnE 'docs/|bench/|tests/|README|[A-Za-z]\.md\b' "$tmp"/man3/*.3 "$tmp"/man7/*.7 |
+	sed "s|^$tmp/||" | while read -r l; do
+	echo "gen-man.sh: names a file that is not installed: $l" >&2; done
+grep -qE 'docs/|bench/|tests/|README|[A-Za-z]\.md\b' "$tmp"/man3/*.3 "$tmp"/man7/*.7 &&
+	bad "rewrite those references in $header (a manual page, or plain words)"
+# a cross reference names its page: "above" in a page of section 3 would be
+# a section of rangelock(7) (the header's opening comment)
+grep -l ' above' "$tmp"/man3/*.3 >/dev/null 2>&1 &&
+	bad "\"above\" in $(grep -l ' above' "$tmp"/man3/*.3 | sed "s|^$tmp/||" | tr '\n' ' ')"
+grep -l 'RANGELOCK_TIME64_REDIRECT' "$tmp"/man3/*.3 >/dev/null 2>&1 &&
+	bad "a synopsis shows RANGELOCK_TIME64_REDIRECT"
+# every errno value the header documents is in rangelock(7)'s list (but
+# -EDEADLK, which the header names to say that no call returns it)
+for e in $(grep -o -- '-E[A-Z][A-Z]*' "$header" | sort -u | grep -vx -- -EDEADLK); do
+	grep -q "^\.B .*\\$e\b" "$tmp/man7/rangelock.7" ||
+		bad "rangelock(7) does not list $e (an indented \"$e: calls\" line of the header's conventions)"
+done
+[ $status -eq 0 ] || exit 1
 
 # Dates: a page whose text did not change keeps the date it has.
 today=$(date -u +%Y-%m-%d)

@@ -31,8 +31,7 @@
  *    arrival order, no stealing, a reader that arrives behind a waiting
  *    writer on the same units waits behind it.  Choose it when arrival order
  *    matters more than throughput with more threads than CPUs (the default
- *    policy is several times faster there: README, "Performance", and
- *    docs/benchmarks.md).
+ *    policy is several times faster there in librangelock's benchmarks).
  *
  * Fast reads (both policies; range_lock_tree_set_fast_read() turns them
  * off for a tree): while no writer uses a tree, a read lock does not enter
@@ -59,13 +58,21 @@
  * holder's unlock wakes one such sleeper; a running thread may take the
  * range first.  The hand-off bound holds there too: a word waiter that has
  * waited about 2 ms asks for the range as soon as it runs, and from then on
- * the holder's unlock hands it over directly, so no running thread can take
- * it first; when several waiters have passed the bound, each hand-over goes
- * to one of them (whichever asked first, not necessarily the one that
- * waited longest).  Anything else that comes (a partial
- * range, a reader, an interruptible or killable call, the dump, statistics)
- * sends the word waiters into the tree, where they wait as usual, keeping
- * their arrival time; when the tree empties, word mode is back.  FIFO
+ * the holder's unlock hands it over directly, so no whole-resource writer
+ * that runs meanwhile can take it first; when several waiters have passed
+ * the bound, each hand-over goes to one of them (whichever asked first,
+ * not necessarily the one that waited longest).  Anything else that comes
+ * (a partial range, a reader, an interruptible or killable call, the dump,
+ * statistics) sends the word waiters into the tree, where they wait as
+ * usual, keeping their arrival time for the hand-off bound but not their
+ * place: a request that comes as a partial range, a reader, or an
+ * interruptible or killable call displaces the word -- it moves the holder
+ * into the tree (with the range, if it was already handed over) and enters
+ * the tree itself -- before the woken word waiters get there, so it goes
+ * first, even before a waiter that had asked for the hand-over, and so
+ * does any other request that enters the tree before them.  A waiter past
+ * the bound enters the tree marked: nothing that comes after it passes
+ * it.  When the tree empties, word mode is back.  FIFO
  * trees, trees with statistics and the checking mode never use it.  Every
  * call keeps its contract; a trylock that would have to wait on the word
  * returns 0 at once.
@@ -81,9 +88,42 @@
  * Conventions, for every call below:
  *  - Ranges are uint64_t and inclusive at both ends; RANGE_LOCK_FULL is the
  *    last unit, so [0, RANGE_LOCK_FULL] is the whole resource.
- *  - Calls that can fail return 0 or a negative errno value (-EINTR,
- *    -ETIMEDOUT, -EINVAL, -EBUSY), as in the kernel; the trylock calls return
- *    1 or 0.
+ *  - Calls that can fail return 0 or a negative errno value, as in the
+ *    kernel; the trylock calls (and the _try calls) return 1 or 0.  The
+ *    values, and which calls return them:
+ *     -EINTR: the _interruptible calls, when a signal handler ran while
+ *      they waited.
+ *     -ETIMEDOUT: the timed calls (range_read_timedlock(),
+ *      range_write_timedlock(), range_lock_many_timed(),
+ *      range_lock_grow_timed()), when the deadline passed first.
+ *     -EINVAL: an invalid argument: start > last (range_lock_init(),
+ *      range_lock_async_init()), a NULL completion
+ *      (range_lock_async_init()), a bad clock or
+ *      deadline (the timed calls), a range that is not a sub-range or a
+ *      super-range of the held one (range_lock_shrink(), the grow calls),
+ *      a range beyond off_t on a tree bound to a file (the calls that can
+ *      fail, asynchronous ones included), a NULL @storage
+ *      (range_lock_tree_enable_stats()), a descriptor of something other
+ *      than a regular file (range_lock_tree_set_file()).
+ *     -EBUSY: the tree is not empty (range_lock_tree_set_fifo(),
+ *      range_lock_tree_set_file(), range_lock_tree_destroy()), or
+ *      statistics are enabled with other storage
+ *      (range_lock_tree_enable_stats()).
+ *     -EBADF: range_lock_tree_set_file(), for a descriptor that is not
+ *      open, is an O_PATH one, or is not open O_RDWR.
+ *     -EAGAIN: range_read_lock_async() and range_write_lock_async(), and
+ *      the status of their completion (range_lock_async_fn), on a tree
+ *      bound to a file: another process (or another tree bound to the
+ *      file) holds an OFD lock on the bytes.
+ *     -EINPROGRESS: range_read_lock_async() and range_write_lock_async():
+ *      the request is queued; its completion will be called.
+ *     -EALREADY: range_lock_async_cancel(): the request is not queued any
+ *      more (it was granted, or held at submission).
+ *     -ENODATA: range_lock_tree_get_stats(): statistics were never enabled
+ *      for the tree.
+ *     -ENOENT, -EACCES, -EMFILE, -ENFILE, -ENOMEM:
+ *      range_lock_tree_set_file(), when the first bind of a file cannot
+ *      reopen it.
  *  - Misuse that the void calls cannot report (unlocking a request that is
  *    not held in this tree, unlocking with the wrong mode, downgrading a read
  *    lock, locking a request that is already in a tree, any call on a
@@ -211,12 +251,17 @@ extern "C" {
 #define RANGELOCK_TIME64_REDIRECT(name)
 #endif
 
+/* The version of this header (since 0.1); rangelock_version() gives the
+ * library's. */
 #define RANGELOCK_VERSION_MAJOR 0
-#define RANGELOCK_VERSION_MINOR 2
+#define RANGELOCK_VERSION_MINOR 3
 #define RANGELOCK_VERSION_PATCH 0
-#define RANGELOCK_VERSION_STRING "0.2.0"
+#define RANGELOCK_VERSION_STRING "0.3.0"
 
-/** RANGE_LOCK_FULL - the last unit of every resource. */
+/**
+ * RANGE_LOCK_FULL - the last unit of every resource.
+ * Since: 0.1
+ */
 #define RANGE_LOCK_FULL UINT64_MAX
 
 /**
@@ -226,6 +271,8 @@ extern "C" {
  * write none of them.  Initialise with range_lock_init(), range_lock_init_full()
  * or RANGE_LOCK_INITIALIZER().  A request can be locked and unlocked any
  * number of times, one use after the other.
+ *
+ * Since: 0.1
  */
 struct RANGELOCK_ALIGN8 range_lock {
 	struct range_lock *rb_left;   /* interval-tree links */
@@ -246,6 +293,8 @@ struct range_lock_file; /* private: a tree's second level (file_lock.c) */
  *
  * Private fields; initialise with range_lock_tree_init() or
  * RANGE_LOCK_TREE_INITIALIZER().  Not process-shared.
+ *
+ * Since: 0.1
  */
 struct RANGELOCK_ALIGN8 range_lock_tree {
 	uintptr_t lock_word;          /* internal lock, or the fast holder */
@@ -264,19 +313,31 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
 };
 
 /* The tree's policy flags (struct range_lock_tree.flags; the other bits
- * are private): strict FIFO; no reader fast path. */
+ * are private): strict FIFO (since 0.2); no reader fast path (since 0.3). */
 #define RANGE_LOCK_TREE_FLAG_FIFO 1u
 #define RANGE_LOCK_TREE_FLAG_NO_FAST_READ 2u
 
-/** RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree (default policy). */
+/**
+ * RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree (default policy).
+ * Since: 0.1
+ */
 #define RANGE_LOCK_TREE_INITIALIZER(name) { 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 } }
-/** RANGE_LOCK_TREE_INITIALIZER_FIFO() - static initialiser of a strict-FIFO tree. */
+/**
+ * RANGE_LOCK_TREE_INITIALIZER_FIFO() - static initialiser of a strict-FIFO tree.
+ * Since: 0.2
+ */
 #define RANGE_LOCK_TREE_INITIALIZER_FIFO(name) \
 	{ 0, 0, 0, 0, 0, 0, 0, RANGE_LOCK_TREE_FLAG_FIFO, 0, { 0 } }
-/** DEFINE_RANGE_LOCK_TREE() - define and initialise a tree (default policy). */
+/**
+ * DEFINE_RANGE_LOCK_TREE() - define and initialise a tree (default policy).
+ * Since: 0.1
+ */
 #define DEFINE_RANGE_LOCK_TREE(name) \
 	struct range_lock_tree name = RANGE_LOCK_TREE_INITIALIZER(name)
-/** DEFINE_RANGE_LOCK_TREE_FIFO() - define and initialise a strict-FIFO tree. */
+/**
+ * DEFINE_RANGE_LOCK_TREE_FIFO() - define and initialise a strict-FIFO tree.
+ * Since: 0.2
+ */
 #define DEFINE_RANGE_LOCK_TREE_FIFO(name) \
 	struct range_lock_tree name = RANGE_LOCK_TREE_INITIALIZER_FIFO(name)
 
@@ -284,18 +345,28 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
  * RANGE_LOCK_INITIALIZER() - static initialiser of a request for
  * [start, last]; start <= last is the caller's duty here (range_lock_init()
  * checks it).  An all-zero request is a valid request for [0, 0].
+ *
+ * Since: 0.1
  */
 #define RANGE_LOCK_INITIALIZER(first, final) \
 	{ 0, 0, 0, (first), (final), (final), 0, 0, 0 }
-/** DEFINE_RANGE_LOCK() - define a request for [start, last]. */
+/**
+ * DEFINE_RANGE_LOCK() - define a request for [start, last].
+ * Since: 0.1
+ */
 #define DEFINE_RANGE_LOCK(name, first, final) \
 	struct range_lock name = RANGE_LOCK_INITIALIZER(first, final)
-/** DEFINE_RANGE_LOCK_FULL() - define a request for the whole resource. */
+/**
+ * DEFINE_RANGE_LOCK_FULL() - define a request for the whole resource.
+ * Since: 0.1
+ */
 #define DEFINE_RANGE_LOCK_FULL(name) DEFINE_RANGE_LOCK(name, 0, RANGE_LOCK_FULL)
 
 /**
  * range_lock_tree_init() - initialise a tree: no requests, statistics off.
  * @tree: the tree; it must not be in use.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
 
@@ -308,6 +379,8 @@ RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
  *        and RANGE_LOCK_TREE_INITIALIZER() give the default policy.
  *
  * Return: 0, or -EBUSY if the tree is not empty (nothing is changed).
+ *
+ * Since: 0.2
  */
 RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo);
 
@@ -328,13 +401,14 @@ RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fif
  * readers whose ranges they intersect.  See "Fast reads" above.
  *
  * Return: 0.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_tree_set_fast_read(struct range_lock_tree *tree, int on);
 
 /**
  * range_lock_tree_set_file() - bind a tree to a file: every range it grants
- * is also an OFD lock on the same bytes of the file (see "Trees bound to a
- * file" in the README, and docs/bound-trees.md).
+ * is also an OFD lock on the same bytes of the file.
  * @tree: the tree; it must be empty (no request held or waiting).
  * @fd:   an open descriptor of a regular file, open for reading AND writing
  *        (O_RDWR).  The caller may close @fd at once as far as the tree is
@@ -431,6 +505,8 @@ RANGELOCK_API int range_lock_tree_set_fast_read(struct range_lock_tree *tree, in
  * bind of the file cannot reopen it (-ENOENT when /proc is not mounted,
  * -EACCES, -EMFILE or -ENFILE when out of descriptors, -ENOMEM).  On an
  * error the tree keeps the binding it had.
+ *
+ * Since: 0.2
  */
 RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd);
 
@@ -444,6 +520,8 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * re-initialised; a tree bound to a file is unbound, and the process's
  * description of the file stays open: range_lock_tree_set_file()),
  * -EBUSY otherwise (nothing is changed).
+ *
+ * Since: 0.1
  */
 RANGELOCK_API int range_lock_tree_destroy(struct range_lock_tree *tree);
 
@@ -459,11 +537,16 @@ RANGELOCK_API int range_lock_tree_destroy(struct range_lock_tree *tree);
  * downgrade) aborts with a message naming the range ("range [10, 5] is
  * invalid: start > last"), rather than locking some other range.  Init it
  * again to use it.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API int range_lock_init(struct range_lock *lock, uint64_t start,
 				  uint64_t last);
 
-/** range_lock_init_full() - prepare a request for [0, RANGE_LOCK_FULL]. */
+/**
+ * range_lock_init_full() - prepare a request for [0, RANGE_LOCK_FULL].
+ * Since: 0.1
+ */
 RANGELOCK_API void range_lock_init_full(struct range_lock *lock);
 
 /**
@@ -475,6 +558,8 @@ RANGELOCK_API void range_lock_init_full(struct range_lock *lock);
  * remains (FIFO tree: no earlier one; default policy: see Policies above).
  * Readers share units with readers.  Not interrupted by signals.  Not a
  * cancellation point.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API void range_read_lock(struct range_lock_tree *tree,
 				   struct range_lock *lock);
@@ -483,6 +568,8 @@ RANGELOCK_API void range_read_lock(struct range_lock_tree *tree,
  *
  * Returns once no request of either mode ahead of this one on an
  * intersecting range remains.  Otherwise as range_read_lock().
+ *
+ * Since: 0.1
  */
 RANGELOCK_API void range_write_lock(struct range_lock_tree *tree,
 				    struct range_lock *lock);
@@ -501,10 +588,15 @@ RANGELOCK_API void range_write_lock(struct range_lock_tree *tree,
  * reached the hand-off bound at once): an overtaken waiter wakes up to mark
  * itself or to claim its range, and a handler that ran in such an instant
  * would go unreported.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API int range_read_lock_interruptible(struct range_lock_tree *tree,
 						struct range_lock *lock);
-/** range_write_lock_interruptible() - the writer's range_read_lock_interruptible(). */
+/**
+ * range_write_lock_interruptible() - the writer's range_read_lock_interruptible().
+ * Since: 0.1
+ */
 RANGELOCK_API int range_write_lock_interruptible(struct range_lock_tree *tree,
 						 struct range_lock *lock);
 
@@ -529,10 +621,15 @@ RANGELOCK_API int range_write_lock_interruptible(struct range_lock_tree *tree,
  *
  * Return: 0 when the range is held.  (The kernel's killable call returns
  * -EINTR on a fatal signal; in a process, a fatal signal ends the process.)
+ *
+ * Since: 0.1
  */
 RANGELOCK_API int range_read_lock_killable(struct range_lock_tree *tree,
 					   struct range_lock *lock);
-/** range_write_lock_killable() - the writer's range_read_lock_killable(). */
+/**
+ * range_write_lock_killable() - the writer's range_read_lock_killable().
+ * Since: 0.1
+ */
 RANGELOCK_API int range_write_lock_killable(struct range_lock_tree *tree,
 					    struct range_lock *lock);
 
@@ -546,6 +643,8 @@ RANGELOCK_API int range_write_lock_killable(struct range_lock_tree *tree,
  * reached the hand-off bound (the trylock then overtakes them).
  *
  * Return: 1 when acquired, 0 otherwise.  On 0 nothing is left in the tree.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API int range_read_trylock(struct range_lock_tree *tree,
 				     struct range_lock *lock);
@@ -554,6 +653,8 @@ RANGELOCK_API int range_read_trylock(struct range_lock_tree *tree,
  *
  * As range_read_trylock(), with every intersecting request conflicting.
  * Return: 1 when acquired, 0 otherwise.  On 0 nothing is left in the tree.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
 				      struct range_lock *lock);
@@ -577,13 +678,18 @@ RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
  *
  * On 32-bit glibc targets a program built with _TIME_BITS=64 calls
  * range_read_timedlock_time64() under this name (see RANGELOCK_TIME64_ABI).
+ *
+ * Since: 0.1 (range_read_timedlock_time64(), on 32-bit glibc targets: 0.2)
  */
 RANGELOCK_API int range_read_timedlock(struct range_lock_tree *tree,
 				       struct range_lock *lock,
 				       clockid_t clockid,
 				       const struct timespec *abstime)
 	RANGELOCK_TIME64_REDIRECT(range_read_timedlock);
-/** range_write_timedlock() - the writer's range_read_timedlock(). */
+/**
+ * range_write_timedlock() - the writer's range_read_timedlock().
+ * Since: 0.1 (range_write_timedlock_time64(), on 32-bit glibc targets: 0.2)
+ */
 RANGELOCK_API int range_write_timedlock(struct range_lock_tree *tree,
 					struct range_lock *lock,
 					clockid_t clockid,
@@ -594,7 +700,9 @@ RANGELOCK_API int range_write_timedlock(struct range_lock_tree *tree,
  * range_read_unlock() - release a range held for reading.
  *
  * Wakes the later requests that waited for this one only.  Aborts (see
- * Conventions) if @lock is not held in @tree for reading.
+ * Conventions above) if @lock is not held in @tree for reading.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API void range_read_unlock(struct range_lock_tree *tree,
 				     struct range_lock *lock);
@@ -602,6 +710,8 @@ RANGELOCK_API void range_read_unlock(struct range_lock_tree *tree,
  * range_write_unlock() - release a range held for writing.
  *
  * Aborts if @lock is not held in @tree for writing.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API void range_write_unlock(struct range_lock_tree *tree,
 				      struct range_lock *lock);
@@ -612,13 +722,15 @@ RANGELOCK_API void range_write_unlock(struct range_lock_tree *tree,
  * No other writer can get in between.  Later readers that waited only for
  * this request run now; later writers keep waiting.  Release afterwards with
  * range_read_unlock().  Aborts if @lock is not held in @tree for writing.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API void range_downgrade_write(struct range_lock_tree *tree,
 					 struct range_lock *lock);
 
 /* ---- several ranges in one arrival ----------------------------------- */
 
-/* The modes of struct range_lock_item. */
+/* The modes of struct range_lock_item (since 0.3). */
 #define RANGE_LOCK_READ  0
 #define RANGE_LOCK_WRITE 1
 
@@ -626,6 +738,8 @@ RANGELOCK_API void range_downgrade_write(struct range_lock_tree *tree,
  * struct range_lock_item - one request of a set, and its mode.
  * @lock: a request prepared by range_lock_init() and in no tree.
  * @mode: RANGE_LOCK_READ or RANGE_LOCK_WRITE (anything else aborts).
+ *
+ * Since: 0.3
  */
 struct range_lock_item {
 	struct range_lock *lock;
@@ -672,6 +786,8 @@ struct range_lock_item {
  * call must not overlap unless both are reads (abort: the kernel has one
  * owner for all of them).  Aborts, as for single requests, on a NULL tree
  * or request, a request already in a tree, or one listed twice.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API void range_lock_many(struct range_lock_tree *tree,
 				   const struct range_lock_item *items, unsigned n);
@@ -683,6 +799,8 @@ RANGELOCK_API void range_lock_many(struct range_lock_tree *tree,
  * range_read_lock_interruptible(), and then no request of the set is in the
  * tree (those already held are released).  A call whose ranges are all
  * granted by the time it looks keeps them: 0.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_many_interruptible(struct range_lock_tree *tree,
 						const struct range_lock_item *items,
@@ -693,6 +811,8 @@ RANGELOCK_API int range_lock_many_interruptible(struct range_lock_tree *tree,
  * withdraws every request of the set, held ones included).
  *
  * Return: 0.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_many_killable(struct range_lock_tree *tree,
 					   const struct range_lock_item *items,
@@ -703,6 +823,8 @@ RANGELOCK_API int range_lock_many_killable(struct range_lock_tree *tree,
  *
  * Return: 0; -ETIMEDOUT (no request of the set left in the tree); -EINVAL
  * for a bad clock or deadline, checked only when the call would wait.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_many_timed(struct range_lock_tree *tree,
 					const struct range_lock_item *items, unsigned n,
@@ -714,12 +836,16 @@ RANGELOCK_API int range_lock_many_timed(struct range_lock_tree *tree,
  *
  * Return: 1 when every range is held, 0 otherwise (nothing is left in the
  * tree).
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_many_try(struct range_lock_tree *tree,
 				      const struct range_lock_item *items, unsigned n);
 /**
  * range_unlock_many() - unlock @n held requests of @tree, each by its mode
  * (any held requests: of one set or not).  Aborts as the unlock calls do.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API void range_unlock_many(struct range_lock_tree *tree,
 				     const struct range_lock_item *items, unsigned n);
@@ -745,6 +871,8 @@ RANGELOCK_API void range_unlock_many(struct range_lock_tree *tree,
  * Return: 0; -EINVAL if [start, last] is not a non-empty sub-range of what
  * @lock holds, or does not fit off_t on a bound tree (nothing changed).
  * Aborts if @lock is not held in @tree.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 				    uint64_t start, uint64_t last);
@@ -785,6 +913,8 @@ RANGELOCK_API int range_lock_shrink(struct range_lock_tree *tree, struct range_l
  * Return: 0 when [start, last] is held; -EINVAL if it is not a super-range
  * of what @lock holds, or does not fit off_t on a bound tree (nothing
  * changed).  Aborts if @lock is not held in @tree.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_grow(struct range_lock_tree *tree, struct range_lock *lock,
 				  uint64_t start, uint64_t last);
@@ -792,6 +922,8 @@ RANGELOCK_API int range_lock_grow(struct range_lock_tree *tree, struct range_loc
  * range_lock_grow_interruptible() - range_lock_grow(), but a signal handler
  * ends the wait: -EINTR, and the request is left exactly as before the
  * call (its old range held, its place kept).
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_grow_interruptible(struct range_lock_tree *tree,
 						struct range_lock *lock,
@@ -800,6 +932,8 @@ RANGELOCK_API int range_lock_grow_interruptible(struct range_lock_tree *tree,
  * range_lock_grow_killable() - range_lock_grow() that is a cancellation
  * point while it waits; cancelled, it leaves the request as before the call
  * (still held: unlock it in a cleanup handler).
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_grow_killable(struct range_lock_tree *tree,
 					   struct range_lock *lock,
@@ -808,6 +942,8 @@ RANGELOCK_API int range_lock_grow_killable(struct range_lock_tree *tree,
  * range_lock_grow_timed() - range_lock_grow() with an absolute deadline:
  * -ETIMEDOUT leaves the request as before the call; -EINVAL for a bad clock
  * or deadline, checked only when the call would wait.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_grow_timed(struct range_lock_tree *tree,
 					struct range_lock *lock, uint64_t start,
@@ -819,6 +955,8 @@ RANGELOCK_API int range_lock_grow_timed(struct range_lock_tree *tree,
  *
  * Return: 1 when grown, 0 otherwise (nothing changed), -EINVAL as
  * range_lock_grow().
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_grow_try(struct range_lock_tree *tree,
 				      struct range_lock *lock,
@@ -864,6 +1002,8 @@ struct range_lock_async;
  * stack.  Keep
  * completions short: post the request to your event loop (an eventfd, a
  * pipe, a queue) and do the work there.
+ *
+ * Since: 0.3
  */
 typedef void range_lock_async_fn(struct range_lock_async *req, int status);
 
@@ -878,6 +1018,8 @@ typedef void range_lock_async_fn(struct range_lock_async *req, int status);
  * From a submission that queues it until its completion has been called (or
  * it has been withdrawn) the library owns the request: do not free or
  * reuse it meanwhile.
+ *
+ * Since: 0.3
  */
 struct RANGELOCK_ALIGN8 range_lock_async {
 	struct range_lock lock;
@@ -901,6 +1043,8 @@ struct RANGELOCK_ALIGN8 range_lock_async {
  * invalid, as range_lock_init() does) or @done is NULL; either way it has
  * no completion then, and submitting it aborts with a message naming the
  * bad range or the missing completion.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_async_init(struct range_lock_async *req,
 					uint64_t start, uint64_t last,
@@ -950,10 +1094,15 @@ RANGELOCK_API int range_lock_async_init(struct range_lock_async *req,
  * to the file holds the bytes; nothing held, no completion), or -EINVAL (bound tree, a range beyond
  * off_t).  Aborts on a NULL tree or request, a request with no completion,
  * or one already in a tree or queued.
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_read_lock_async(struct range_lock_tree *tree,
 					struct range_lock_async *req);
-/** range_write_lock_async() - range_read_lock_async() for writing. */
+/**
+ * range_write_lock_async() - range_read_lock_async() for writing.
+ * Since: 0.3
+ */
 RANGELOCK_API int range_write_lock_async(struct range_lock_tree *tree,
 					 struct range_lock_async *req);
 
@@ -974,13 +1123,15 @@ RANGELOCK_API int range_write_lock_async(struct range_lock_tree *tree,
  * at submission.  Aborts on a NULL argument, a request queued in another
  * tree, or one not submitted asynchronously since its initialisation or its
  * withdrawal (a second cancel of a withdrawn request).
+ *
+ * Since: 0.3
  */
 RANGELOCK_API int range_lock_async_cancel(struct range_lock_tree *tree,
 					  struct range_lock_async *req);
 
 /*
  * Lock-order annotations (the kernel's lockdep names).  @subclass tells the
- * checking mode (see "Debugging" in the README, and docs/debugging.md)
+ * checking mode (RANGELOCK_CHECKS: see Conventions above)
  * that taking two trees of the same kind in a nested fashion is
  * deliberate; without checking it is ignored and these are exactly the
  * plain calls.
@@ -989,6 +1140,10 @@ RANGELOCK_API int range_lock_async_cancel(struct range_lock_tree *tree,
  * thread's until the unlock, as lockdep does: a range handed to another
  * thread for unlocking can make it report a false self-deadlock or a thread
  * exiting with ranges held.
+ *
+ * Return: range_write_lock_killable_nested() returns 0 when the range is
+ * held, as range_write_lock_killable(); the others return nothing.
+ * Since: 0.1
  */
 RANGELOCK_API void range_read_lock_nested(struct range_lock_tree *tree,
 					  struct range_lock *lock, int subclass);
@@ -997,7 +1152,10 @@ RANGELOCK_API void range_write_lock_nested(struct range_lock_tree *tree,
 RANGELOCK_API int range_write_lock_killable_nested(struct range_lock_tree *tree,
 						   struct range_lock *lock,
 						   int subclass);
-/** range_write_lock_nest_lock() - @nest_lock serialises this; plain write lock. */
+/**
+ * range_write_lock_nest_lock() - @nest_lock serialises this; plain write lock.
+ * Since: 0.1
+ */
 #define range_write_lock_nest_lock(tree, lock, nest_lock) \
 	((void)(nest_lock), range_write_lock((tree), (lock)))
 
@@ -1008,6 +1166,8 @@ RANGELOCK_API int range_write_lock_killable_nested(struct range_lock_tree *tree,
  * include trylock successes; @contended counts the lock calls that had to
  * wait (granted or not); wait times are in nanoseconds of CLOCK_MONOTONIC and
  * are measured only for those.
+ *
+ * Since: 0.1
  */
 struct RANGELOCK_ALIGN8 range_lock_stats {
 	uint64_t read_acquired;       /* read holds granted */
@@ -1039,6 +1199,8 @@ struct RANGELOCK_ALIGN8 range_lock_stats {
  *
  * Return: 0, or -EINVAL if @storage is NULL, or -EBUSY if statistics are
  * already enabled with other storage.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 					       struct range_lock_stats *storage);
@@ -1049,12 +1211,16 @@ RANGELOCK_API int range_lock_tree_enable_stats(struct range_lock_tree *tree,
  *
  * Return: 0, or -ENODATA if statistics were never enabled for @tree (@stats
  * is then zeroed).
+ *
+ * Since: 0.1
  */
 RANGELOCK_API int range_lock_tree_get_stats(struct range_lock_tree *tree,
 					    struct range_lock_stats *stats);
 /**
  * range_lock_tree_reset_stats() - zero the counters; held_now and
  * waiting_now (and the peaks) restart from the requests present now.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
 
@@ -1071,11 +1237,22 @@ RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
  * (word mode) keep no record but their stacks: the dump wakes them, says how
  * many it woke, and they wait in the tree from then on.  Safe at any time; it holds the
  * internal lock while it prints, so do not dump to a pipe nobody reads.
+ *
+ * Since: 0.1
  */
 RANGELOCK_API void range_lock_tree_dump(struct range_lock_tree *tree,
 					FILE *out);
 
-/** rangelock_version() - the library's version string, e.g. "0.1.0". */
+/**
+ * rangelock_version() - the version of the library that runs.
+ *
+ * RANGELOCK_VERSION_STRING is the version of the header a program was
+ * compiled with; this call tells the version of the library it runs
+ * against, which may be later (see VERSIONS in rangelock(7)).
+ *
+ * Return: a static string, "MAJOR.MINOR.PATCH" (e.g. "0.3.0"); never NULL.
+ * Since: 0.1
+ */
 RANGELOCK_API const char *rangelock_version(void);
 
 #ifdef __cplusplus

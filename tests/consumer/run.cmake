@@ -45,6 +45,9 @@ else()
   message(STATUS "find_package, C++: SKIPPED (no C++ compiler)")
 endif()
 
+# 2b. the version: find_package and pkg-config give the newest calls' X.Y
+include(${CMAKE_CURRENT_LIST_DIR}/versions.cmake)
+
 # 3. pkg-config, as a user would call it: the library was configured for
 # /usr/local and installed elsewhere, so the .pc file must find its prefix
 # from where it lies (${pcfiledir}), with no --define-variable.
