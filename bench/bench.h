@@ -16,6 +16,7 @@
  *   bench_targets13.c   --targets=13: issue 13's (reader fast path) scenarios
  *   bench_targets_word.c --targets=word: colliding full-range calls (word mode)
  *   bench_targets_many.c --targets=many: several ranges in one call, grow/shrink
+ *   bench_targets_segments.c --targets=segments: ranges that conflict with nothing
  *   bench_sweeps.c      the opt-in sweeps read-scaling and write-ratio
  *
  * Adding a scenario: write bench_<name>.c defining a
@@ -71,6 +72,9 @@ enum lock_kind {
 	 * read through the internal lock, "today's cost" for issue 13. */
 	LK_RANGE_NOFAST,
 	LK_RANGE_FIFO_NOFAST,
+	/* 64 pthread_rwlock_t stripes of the key space (--targets=segments
+	 * only: lk_lock() does not know it). */
+	LK_STRIPED,
 	LK_COUNT
 };
 
@@ -324,6 +328,7 @@ struct options {
 	bool targets_word;       /* --targets=word (--targets=all: too) */
 	int futex_reps;          /* futex-counted runs per lock and scenario */
 	bool targets_many;       /* --targets=many (--targets=all: too) */
+	bool targets_segments;   /* --targets=segments (--targets=all: too) */
 };
 
 extern struct options opt;
@@ -626,5 +631,10 @@ void run_targets_word(FILE *out);
 
 /* Its rows are target rows (table "many"): write_json_targets() writes them. */
 void run_targets_many(FILE *out);
+
+/* ---- --targets=segments (bench_targets_segments.c) --------------------- */
+
+/* Its rows are target rows (table "segments"): write_json_targets() writes them. */
+void run_targets_segments(FILE *out);
 
 #endif /* RANGELOCK_BENCH_H */

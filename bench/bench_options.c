@@ -36,8 +36,12 @@ static void usage(FILE *f)
 "                       context switches per critical section;\n"
 "  --targets=many       several ranges in one call (range_lock_many) vs two\n"
 "                       single lock calls, grow/shrink vs unlock + relock,\n"
-"                       uncontended; contended sets vs sorted single calls;\n"
-"                       --targets=all runs all four\n"
+"                       uncontended; contended sets vs sorted single calls\n"
+"  --targets=segments   ranges that conflict with nothing: disjoint writers\n"
+"                       vs 64 striped pthread_rwlocks, disjoint empty critical\n"
+"                       sections (n threads / 1), read-mostly random ranges\n"
+"                       vs one pthread_rwlock, 1 to 8 threads; --targets=all\n"
+"                       runs all five\n"
 "  --futex-reps N       --targets=word: extra untimed runs per lock that\n"
 "                       count futex calls (default 3, --quick 1; 0: none)\n"
 "  --reps N             repetitions per measurement (default 5; --targets 15)\n"
@@ -247,10 +251,12 @@ void parse_options(int argc, char **argv)
 				opt.targets_word = true;
 			if (optarg && (!strcmp(optarg, "many") || !strcmp(optarg, "all")))
 				opt.targets_many = true;
+			if (optarg && (!strcmp(optarg, "segments") || !strcmp(optarg, "all")))
+				opt.targets_segments = true;
 			if (!opt.targets && !opt.targets13 && !opt.targets_word &&
-			    !opt.targets_many) {
+			    !opt.targets_many && !opt.targets_segments) {
 				fprintf(stderr, "rangelock-bench: --targets takes no value, "
-					"=fast-read, =word, =many or =all\n");
+					"=fast-read, =word, =many, =segments or =all\n");
 				exit(2);
 			}
 			break;
@@ -300,7 +306,8 @@ void parse_options(int argc, char **argv)
 	}
 
 	/* Defaults, then --quick, then explicit options. */
-	any_targets = opt.targets || opt.targets13 || opt.targets_word || opt.targets_many;
+	any_targets = opt.targets || opt.targets13 || opt.targets_word || opt.targets_many ||
+		      opt.targets_segments;
 	opt.reps = any_targets ? 15 : 5;
 	opt.duration_ms = any_targets ? 250 : 200;
 	opt.futex_reps = opt.quick ? 1 : 3;

@@ -239,7 +239,7 @@ static const char *ranges_field(const struct rec *r)
 static bool is_throughput_rec(const struct rec *r)
 {
 	return !strcmp(r->section, "throughput") || !strcmp(r->section, "read-scaling") ||
-	       !strcmp(r->section, "write-ratio");
+	       !strcmp(r->section, "write-ratio") || !strcmp(r->section, "segments");
 }
 
 /* The CSV's columns up to runq_wait_pct_max are those of earlier versions,
@@ -372,8 +372,8 @@ void write_json(FILE *f)
 		"\"targets\": %s, \"policies\": [%s%s%s]},\n", opt.reps, opt.duration_ms,
 		opt.work_in_ns, opt.work_out_ns, opt.pool, ticks_per_ns,
 		opt.quick ? "true" : "false",
-		opt.targets || opt.targets13 || opt.targets_word || opt.targets_many ? "true"
-									      : "false",
+		opt.targets || opt.targets13 || opt.targets_word || opt.targets_many ||
+		opt.targets_segments ? "true" : "false",
 		opt.locks[LK_RANGE] ? "\"default\"" : "",
 		opt.locks[LK_RANGE] && opt.locks[LK_RANGE_FIFO] ? ", " : "",
 		opt.locks[LK_RANGE_FIFO] ? "\"fifo\"" : "");
@@ -396,7 +396,7 @@ void write_json(FILE *f)
 	fprintf(f, "  \"futex_count_method\": ");
 	json_str(f, futex_count_method);
 	fprintf(f, ",\n");
-	if (opt.targets || opt.targets_word || opt.targets_many)
+	if (opt.targets || opt.targets_word || opt.targets_many || opt.targets_segments)
 		write_json_targets(f);
 	if (opt.targets13)
 		write_json_targets13(f);

@@ -29,12 +29,12 @@
 const char *const lk_name[LK_COUNT] = {
 	"librangelock", "pthread_rwlock", "pthread_rwlock_wp",
 	"pthread_mutex", "ofd_lock", "none", "librangelock_fifo",
-	"librangelock_nofast", "librangelock_fifo_nofast",
+	"librangelock_nofast", "librangelock_fifo_nofast", "pthread_rwlock_striped64",
 };
 /* Short names for the seed-shaped table ("rwsem-2thr", "range-2thr"). */
 const char *const lk_short[LK_COUNT] = {
 	"range", "rwlock", "rwlock-wp", "mutex", "ofd", "nolock", "range-fifo",
-	"range-nofast", "range-fifo-nofast",
+	"range-nofast", "range-fifo-nofast", "striped64",
 };
 
 const char *lk_policy(enum lock_kind k)

@@ -20,7 +20,10 @@
 #            policy's gain, and the FIFO tree's "no worse than today";
 #   many     the --targets=many table (a set of ranges in one call against
 #            single calls, grow/shrink, one contended case);
-#   all      the three (the default).
+#   segments the --targets=segments table (ranges that conflict with
+#            nothing: disjoint writers, disjoint empty critical sections,
+#            read-mostly random ranges, 1 to 8 threads);
+#   all      the four (the default).
 #
 # Method: --rounds rounds; in each, every invocation of the set runs once on
 # each binary (base first in odd rounds, new first in even ones), with
@@ -35,7 +38,7 @@
 # after is printed.
 #
 # Options:
-#   --set targets|word|many|all   (default all)
+#   --set targets|word|many|segments|all   (default all)
 #   --rounds N               (default 3)
 #   --reps N                 repetitions per invocation (default 5)
 #   --duration-ms N          length of one run (default: the program's;
@@ -69,7 +72,7 @@ base=$1 new=$2
 for b in "$base" "$new"; do
 	[ -x "$b" ] || { echo "compare.sh: $b: not an executable" >&2; exit 2; }
 done
-case $set_name in targets|word|many|all) ;; *) usage ;; esac
+case $set_name in targets|word|many|segments|all) ;; *) usage ;; esac
 
 if [ -n "$keep" ]; then
 	mkdir -p "$keep"
@@ -91,6 +94,9 @@ invocations() {
 	fi
 	if [ "$set_name" = many ] || [ "$set_name" = all ]; then
 		echo "many|--targets=many${dur:+ --duration-ms $dur}"
+	fi
+	if [ "$set_name" = segments ] || [ "$set_name" = all ]; then
+		echo "segments|--targets=segments${dur:+ --duration-ms $dur}"
 	fi
 	if [ "$set_name" = word ] || [ "$set_name" = all ]; then
 		w="--sections throughput --ranges full --locks range,mutex --duration-ms $wdur"

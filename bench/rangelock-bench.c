@@ -31,7 +31,9 @@
  * --targets runs the scenarios of the performance issues and prints whether
  * each target is met (--targets=13: issue 13's, the reader fast path;
  * --targets=word: colliding full-range calls, word mode; --targets=many:
- * several ranges in one call and grow/shrink against single calls).
+ * several ranges in one call and grow/shrink against single calls;
+ * --targets=segments: ranges that conflict with nothing, against 64 striped
+ * pthread_rwlocks, one pthread_rwlock and no lock).
  * The sections read-scaling and write-ratio (issue 13's sweeps) run only
  * when --sections names them.  Nothing is hard-coded: every number printed is
  * measured in this run.
@@ -104,7 +106,8 @@ int main(int argc, char **argv)
 	if (opt.json && !strcmp(opt.json_path, "-"))
 		table = NULL;
 
-	if (opt.targets || opt.targets13 || opt.targets_word || opt.targets_many) {
+	if (opt.targets || opt.targets13 || opt.targets_word || opt.targets_many ||
+	    opt.targets_segments) {
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *mem = open_memstream(&buf, &len);
@@ -121,6 +124,8 @@ int main(int argc, char **argv)
 			run_targets_word(mem);
 		if (opt.targets_many)
 			run_targets_many(mem);
+		if (opt.targets_segments)
+			run_targets_segments(mem);
 		fclose(mem);
 		read_load(load_after);
 		if (table) {
