@@ -1,0 +1,779 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * segments.pml -- a SPIN model of the SEGMENTED tree (docs/design.md,
+ * "Segments (design, not yet implemented)"): the key space split into
+ * segments, each with its own internal lock, interval tree, seqnum counter
+ * and nr_waiting; a request inside one segment touches only that segment;
+ * a request spanning several takes their locks in ascending order, holds
+ * them all until it has entered every one (one arrival), and has one PART
+ * per segment (the hull of its range in that segment) with a per-part
+ * count; its wait word is the sum of its parts' counts.  This model is
+ * written BEFORE the code (the project's order of proof): it checks the
+ * design, and the code must follow it.
+ *
+ * LEVEL.  As multirange.pml: a critical section under a set of segment
+ * locks is one atomic step, after the locks were taken one by one (each
+ * acquisition its own step, so lock order matters and is checked).  That
+ * abstraction is valid only because no critical section reads a value
+ * that a critical section under DISJOINT locks writes, except through an
+ * atomic read-modify-write: the wait word of a spanning request is
+ * decremented by releases in any of its segments (a CAS loop: one step),
+ * and design rule S5 (spanning waiters are HANDOFF-marked at entry: never
+ * overtaken, never ELIGIBLE) is what keeps every other cross-segment read
+ * of a word out of the decisions.  A wait word is reduced to its count
+ * (the sum of the parts' counts), HANDOFF and ELIGIBLE; its futex/spin
+ * protocol is rangelock.pml's.
+ *
+ * GEOMETRY.  Units 0..3, 2 segments, stripes of 2 units: segment(u) = u / 2
+ * (stripe u >> 1, mod 2).  A part of request r in segment g covers the
+ * hull of r's range within g's units; parts are compared by hull.
+ *
+ * MODEL STEP -> DESIGN RULE (docs/design.md, "Segments")
+ * --------------------------------------------------------------------
+ * LOCK(g)              S2  one segment lock (futex mutex), ascending order
+ * enter:               S2, S3  one arrival: all locks held, every segment
+ *                      scanned, ONE seqnum = max of the segments' counters
+ *                      (each counter then set past it), overtake as a whole
+ *                      (default policy) or count in every segment
+ * put_blocker(r, g)    S4  one blocker off r's part in g AND off r's word;
+ *                      the word's last blocker grants (or ELIGIBLE)
+ * add_blocker(r, g)    S3  an overtaker / a growth: one blocker more
+ * remove_part(r, g)    S4  a part leaves g: release walk in g only
+ * unlock:              S4  parts leave one segment at a time, ascending
+ * giveup:              S6  all of the request's locks, ascending; keep (all
+ *                      counts 0) or withdraw EVERY part
+ * claim:, mark:        S5  single-segment waiters only (spanning ones are
+ *                      marked at entry)
+ * grow:, merge()       S7  a growth into a segment the owner is not in:
+ *                      precedes() by seqnum across segments (Lamport seqs)
+ * check_inv()          the invariant, per segment, per part
+ *
+ * PROPERTIES: exclusion (ghost critical sections, full ranges); two held
+ * parts in one segment never intersect and conflict; the per-part
+ * counting invariant, nr_waiting per segment, word states, no pair counting
+ * each other; PRECISION: a part counts only parts whose hulls -- so whose
+ * ranges -- intersect (asserted on every count and every release walk);
+ * FIFO (-DFIFO): at every grant of an arrival, no intersecting conflicting
+ * arrival that came EARLIER (ghost arrival clock, the entry step) is still
+ * in the tree or entering; default policy: bounded overtaking (no request
+ * that entered after a waiter's mark and conflicts with it is granted
+ * before it); a request that finishes leaves no part behind; no invalid
+ * end state (deadlock, waiter left behind).
+ *
+ * CONFIGURATIONS: CFG_SPAN (default): thread 0 writes [1,2] (spanning);
+ * thread 1 any spanning or single range, any mode, plain / timed / try;
+ * thread 2 any single-segment range, any mode, plain / timed.  CFG_GROW:
+ * thread 0 holds [1,1] (segment 0) and grows to [1,2] or [1,3] (into
+ * segment 1; plain or timed); threads 1 and 2 as below.  -DFIFO: FIFO tree.
+ *
+ * MUTANTS (-DMUT_x; each must fail)
+ *   OUT_OF_ORDER     thread 1 takes its segment locks in DESCENDING order
+ *   EARLY_RELEASE    each segment's lock is released once the part is in
+ *                    (its own seqnum there) before the next is taken
+ *                    (FIFO only)
+ *   PARTIAL_GIVEUP   a give-up withdraws only the part in the lowest segment
+ *   SEG_GRANULAR     a part counts every conflicting part of its segment,
+ *                    intersecting or not (precision)
+ *   GROW_NO_RAISE    a growth entering a segment does not raise that
+ *                    segment's seqnum counter past its own seqnum (CFG_GROW)
+ */
+
+#define NS 2		/* segments */
+#define NU 4		/* units */
+#define NT 3		/* threads */
+#define NQ 4		/* requests: thread t's is t; 3 is thread 0's growth */
+#define GR 3
+#define NP (NQ * NS)	/* parts: P(r, g) */
+#define P(r, g) ((r) * NS + (g))
+
+#ifdef FIFO
+#define FIFO_TREE 1
+#else
+#define FIFO_TREE 0
+#endif
+
+#define K_PLAIN 1
+#define K_TIMED 2
+#define K_TRY   4
+#define ANY 2
+
+/* ---- the segments -------------------------------------------------- */
+byte lk[NS];		/* segment lock: 0 free, else thread + 1 */
+byte gseq[NS] = 8;	/* the segment's next seqnum (Lamport-raised) */
+byte nwait[NS];		/* parts in the segment with a count > 0 */
+
+/* ---- the parts ----------------------------------------------------- */
+bit  pin[NP];		/* part present in its segment's tree */
+byte pst[NP], pla[NP];	/* its hull */
+byte psq[NP];		/* its seqnum (all parts of a request share one) */
+byte pcnt[NP];		/* its count: blockers met in this segment */
+
+/* ---- the requests (the word is the sum of the parts' counts) -------- */
+bit  rd[NQ];
+byte st[NQ], la[NQ];	/* the full range */
+bit  ho[NQ];		/* HANDOFF mark */
+bit  el[NQ];		/* ELIGIBLE */
+bit  ent[NQ];		/* entering (only the EARLY_RELEASE mutant is seen so) */
+
+/* ---- ghosts -------------------------------------------------------- */
+bit  incs[NQ];		/* the owner is in its critical section */
+bit  rel[NQ];		/* being unlocked */
+byte arr[NQ];		/* arrival (the entry step) */
+byte clk = 1;
+byte late[NQ];		/* bit q: q entered after r's mark and conflicts */
+
+hidden byte hq, hr, hc, hg;		/* scratch, d_step only */
+hidden short rmask[NT];
+hidden byte fmd[NT], wk[NT];	/* configuration */
+
+#define OWNER(r)   ((r) == GR -> 0 : (r))
+#define ISG(r)     ((r) == GR)
+#define INR(r)     (pin[P(r, 0)] || pin[P(r, 1)])
+#define SPAN(r)    (pin[P(r, 0)] && pin[P(r, 1)])
+#define TOT(r)     (pcnt[P(r, 0)] + pcnt[P(r, 1)])
+#define HELD(r)    (INR(r) && TOT(r) == 0 && !el[r] && !ent[r])
+#define CONFL(a, b) (!(rd[a] && rd[b]))
+#define ISECT(a, b) (st[a] <= la[b] && st[b] <= la[a])
+#define PISECT(p, q) (pst[p] <= pla[q] && pst[q] <= pla[p])
+/* hull of request r in segment g (r's range meets g) */
+#define HST(r, g)  (st[r] > 2 * (g) -> st[r] : 2 * (g))
+#define HLA(r, g)  (la[r] < 2 * (g) + 1 -> la[r] : 2 * (g) + 1)
+#define MEETSEG(r, g) (st[r] <= 2 * (g) + 1 && 2 * (g) <= la[r])
+#define SQ(r, g)   psq[P(r, g)]
+
+/* precedes(Q, R) in segment g (docs/design.md section 12, seqnums
+ * compared across segments: Lamport seqnums, rule S3) */
+#define PREC_NN(q, r, g) (SQ(q, g) < SQ(r, g))
+#define PREC_NG(q, r, g) (SQ(q, g) <= SQ(r, g) || HELD(q))
+#define PREC_GN(q, r, g) (SQ(r, g) > SQ(q, g) && !HELD(r))
+#define PREC(q, r, g) (ISG(q) -> PREC_GN(q, r, g) : \
+		       (ISG(r) -> PREC_NG(q, r, g) : PREC_NN(q, r, g)))
+#ifndef MUT_SEG_GRANULAR
+#define MEET(q, r, g) PISECT(P(q, g), P(r, g))
+#else
+#define MEET(q, r, g) 1					/* mutant */
+#endif
+/* R's part in g counts Q's part in g */
+#define COUNTS(q, r, g) ((q) != (r) && OWNER(q) != OWNER(r) && pin[P(q, g)] && \
+			 pin[P(r, g)] && MEET(q, r, g) && CONFL(q, r) && PREC(q, r, g))
+
+/* An arrival q that came before r and meets it is still there: FIFO check */
+#define EARLIER(q, r) ((q) != (r) && !ISG(q) && (INR(q) || ent[q]) && !rel[q] && \
+		       arr[q] != 0 && arr[q] < arr[r] && ISECT(q, r) && CONFL(q, r))
+
+/* ---- the invariant ------------------------------------------------- */
+inline check_inv()
+{
+#ifndef NO_INVARIANT
+	d_step {
+		hg = 0;
+		do
+		:: hg < NS ->
+			hc = 0; hq = 0;
+			do
+			:: hq < NQ ->
+				if
+				:: pin[P(hq, hg)] && pcnt[P(hq, hg)] > 0 -> hc++
+				:: else
+				fi;
+				hq++
+			:: else -> break
+			od;
+			assert(hc == nwait[hg]);
+			hr = 0;
+			do
+			:: hr < NQ ->
+				if
+				:: pin[P(hr, hg)] ->
+					hc = 0; hq = 0;
+					do
+					:: hq < NQ ->
+						if
+						:: COUNTS(hq, hr, hg) ->
+							hc++;
+							assert(!COUNTS(hr, hq, hg));
+							/* precision */
+							assert(ISECT(hq, hr))
+						:: else
+						fi;
+						if
+						:: hq != hr && OWNER(hq) != OWNER(hr) &&
+						   pin[P(hq, hg)] &&
+						   PISECT(P(hq, hg), P(hr, hg)) && CONFL(hq, hr) ->
+							assert(!HELD(hq) || !HELD(hr))
+						:: else
+						fi;
+						hq++
+					:: else -> break
+					od;
+					assert(pcnt[P(hr, hg)] == hc)
+				:: else
+				fi;
+				hr++
+			:: else -> break
+			od;
+			hg++
+		:: else -> break
+		od;
+		hr = 0;
+		do
+		:: hr < NQ ->
+			assert(!el[hr] || (TOT(hr) == 0 && !FIFO_TREE && !SPAN(hr)));
+			assert(!ho[hr] || (TOT(hr) > 0 && !FIFO_TREE));
+			hr++
+		:: else -> break
+		od;
+		hq = 0; hr = 0; hc = 0; hg = 0
+	}
+#else
+	skip
+#endif
+}
+
+/* r is granted (word 0 seen or written): the ordering ghosts */
+inline granted(r)
+{
+	d_step {
+		hq = 0;
+		do
+		:: hq < NQ ->
+#ifdef FIFO
+			assert(ISG(r) || !EARLIER(hq, r));
+#endif
+			assert(!(ho[hq] && hq != r && (late[hq] & (1 << r))));
+			hq++
+		:: else -> break
+		od;
+		hq = 0;
+		ho[r] = 0; late[r] = 0
+	}
+}
+
+/* one blocker off r's part in g (a CAS loop on r's word: one step) */
+inline put_blocker(r, g)
+{
+	assert(pcnt[P(r, g)] >= 1 && !el[r]);
+	pcnt[P(r, g)]--;
+	if
+	:: pcnt[P(r, g)] == 0 -> nwait[g]--
+	:: else
+	fi;
+	if
+	:: TOT(r) == 0 && !ent[r] ->
+		if
+		:: FIFO_TREE || ho[r] -> granted(r)
+		:: !FIFO_TREE && !ho[r] -> granted(r)		/* spinning */
+		:: !FIFO_TREE && !ho[r] -> el[r] = 1		/* asleep */
+		fi
+	:: else
+	fi
+}
+
+/* one blocker more on r's part in g: never on a held request */
+inline add_blocker(r, g)
+{
+	assert(!HELD(r) && !ent[r]);
+	if
+	:: TOT(r) == 0 -> assert(el[r]); el[r] = 0
+	:: else
+	fi;
+	if
+	:: pcnt[P(r, g)] == 0 -> nwait[g]++
+	:: else
+	fi;
+	pcnt[P(r, g)]++
+}
+
+/* r's part leaves segment g: the release walk there, then it is cleared */
+inline remove_part(r, g)
+{
+	assert(pin[P(r, g)]);
+	j = (nwait[g] == 0 -> NQ : 0);
+	do
+	:: j < NQ ->
+		if
+		:: COUNTS(r, j, g) -> assert(ISECT(r, j)); put_blocker(j, g)
+		:: else
+		fi;
+		j++
+	:: else -> break
+	od;
+	j = 0;
+	if
+	:: pcnt[P(r, g)] > 0 -> nwait[g]--
+	:: else
+	fi;
+	pin[P(r, g)] = 0; pst[P(r, g)] = 0; pla[P(r, g)] = 0; psq[P(r, g)] = 0;
+	pcnt[P(r, g)] = 0
+}
+
+inline shadow_check(r)
+{
+	d_step {
+		hq = 0;
+		do
+		:: hq < NQ ->
+			assert(!(incs[hq] && OWNER(hq) != OWNER(r) && ISECT(hq, r) &&
+				 CONFL(hq, r)));
+			hq++
+		:: else -> break
+		od;
+		hq = 0
+	}
+}
+
+#define LOCK(g)  atomic { lk[g] == 0 -> lk[g] = t + 1 }
+
+/* the request's own segments lo..hi, ascending */
+inline lock_mine()
+{
+	LOCK(lo);
+	if
+	:: hi > lo -> LOCK(hi)
+	:: else
+	fi
+}
+
+inline unlock_mine()
+{
+	assert(lk[lo] == t + 1 && lk[hi] == t + 1);
+	lk[lo] = 0; lk[hi] = 0
+}
+
+proctype thread(byte t)
+{
+	byte lo, hi, j, k, s, sc, mn, kind, d;
+	byte pc[NS];
+	bit mw, ov, ok, mk;
+
+	/* the request: range, mode, call */
+	atomic {
+		if
+		:: rmask[t] & 1 -> st[t] = 0; la[t] = 0
+		:: rmask[t] & 2 -> st[t] = 0; la[t] = 1
+		:: rmask[t] & 4 -> st[t] = 1; la[t] = 1
+		:: rmask[t] & 8 -> st[t] = 1; la[t] = 2
+		:: rmask[t] & 16 -> st[t] = 2; la[t] = 2
+		:: rmask[t] & 32 -> st[t] = 2; la[t] = 3
+		:: rmask[t] & 64 -> st[t] = 3; la[t] = 3
+		:: rmask[t] & 128 -> st[t] = 0; la[t] = 3
+		:: rmask[t] & 256 -> st[t] = 0; la[t] = 2
+		:: rmask[t] & 512 -> st[t] = 1; la[t] = 3
+		fi;
+		if
+		:: fmd[t] == ANY -> if :: rd[t] = 1 :: rd[t] = 0 fi
+		:: else -> rd[t] = fmd[t]
+		fi;
+		if
+		:: wk[t] & K_PLAIN -> kind = K_PLAIN
+		:: wk[t] & K_TIMED -> kind = K_TIMED
+		:: wk[t] & K_TRY -> kind = K_TRY
+		fi;
+		lo = st[t] / 2; hi = la[t] / 2
+	}
+
+#ifndef MUT_EARLY_RELEASE
+	/* S2: the segment locks, ascending (the mutant: descending) */
+#ifdef MUT_OUT_OF_ORDER
+	if
+	:: t == 1 && hi > lo -> LOCK(hi); LOCK(lo)
+	:: else -> lock_mine()
+	fi;
+#else
+	lock_mine();
+#endif
+enter:	/* S3: one arrival under all of them */
+	atomic {
+		d_step {
+			sc = 0; mw = 0; mn = 255;
+			k = lo;
+			do
+			:: k <= hi ->
+				pst[P(t, k)] = HST(t, k); pla[P(t, k)] = HLA(t, k);
+				pc[k] = 0; j = 0;
+				do
+				:: j < NQ ->
+					if
+					:: j != t && pin[P(j, k)] && MEET(j, t, k) && CONFL(j, t) ->
+						pc[k]++;
+						if
+						:: HELD(j) || ho[j] || SPAN(j) -> mw = 1
+						:: else
+						fi;
+						if
+						:: SQ(j, k) < mn -> mn = SQ(j, k)
+						:: else
+						fi
+					:: else
+					fi;
+					j++
+				:: else -> break
+				od;
+				sc = sc + pc[k];
+				k++
+			:: else -> break
+			od;
+			j = 0; k = 0;
+			ov = (!FIFO_TREE && sc > 0 && !mw);
+			ok = !(kind == K_TRY && sc > 0 && !ov)
+		}
+		if
+		:: !ok ->	/* a busy try: nothing inserted */
+			pst[P(t, lo)] = 0; pla[P(t, lo)] = 0;
+			pst[P(t, hi)] = 0; pla[P(t, hi)] = 0
+		:: else ->
+			arr[t] = clk; clk++;
+			/* ghost: marked waiters this arrival conflicts with */
+			d_step {
+				hq = 0;
+				do
+				:: hq < NQ ->
+					if
+					:: ho[hq] && ISECT(hq, t) && CONFL(hq, t) ->
+						late[hq] = late[hq] | (1 << t)
+					:: else
+					fi;
+					hq++
+				:: else -> break
+				od;
+				hq = 0
+			}
+			if
+			:: ov ->	/* overtake as a whole: min - 1, pass all */
+				s = mn - 1;
+				k = lo;
+				do
+				:: k <= hi ->
+					j = 0;
+					do
+					:: j < NQ ->
+						if
+						:: j != t && pin[P(j, k)] && MEET(j, t, k) &&
+						   CONFL(j, t) -> add_blocker(j, k)
+						:: else
+						fi;
+						j++
+					:: else -> break
+					od;
+					pin[P(t, k)] = 1; psq[P(t, k)] = s; pcnt[P(t, k)] = 0;
+					k++
+				:: else -> break
+				od
+			:: else ->	/* one seqnum: the max of the counters */
+				s = (gseq[lo] > gseq[hi] -> gseq[lo] : gseq[hi]);
+				k = lo;
+				do
+				:: k <= hi ->
+					gseq[k] = s + 1;
+					pin[P(t, k)] = 1; psq[P(t, k)] = s;
+					pcnt[P(t, k)] = pc[k];
+					if
+					:: pc[k] > 0 -> nwait[k]++
+					:: else
+					fi;
+					k++
+				:: else -> break
+				od;
+				/* S5: a spanning waiter is marked at entry */
+				ho[t] = (!FIFO_TREE && hi > lo && sc > 0)
+			fi;
+			j = 0; k = 0; pc[0] = 0; pc[1] = 0;
+			if
+			:: TOT(t) == 0 -> granted(t)
+			:: else
+			fi
+		fi;
+		unlock_mine();
+		mn = 0; sc = 0; mw = 0; ov = 0;
+		check_inv()
+	}
+#else
+	/* mutant (FIFO): hand-over-hand with a release in between, one
+	 * seqnum per segment */
+	LOCK(lo);
+	atomic {
+		ent[t] = 1; arr[t] = clk; clk++;
+		pst[P(t, lo)] = HST(t, lo); pla[P(t, lo)] = HLA(t, lo);
+		pin[P(t, lo)] = 1; psq[P(t, lo)] = gseq[lo]; gseq[lo]++;
+		j = 0; sc = 0;
+		do
+		:: j < NQ ->
+			if
+			:: COUNTS(j, t, lo) -> sc++
+			:: else
+			fi;
+			j++
+		:: else -> break
+		od;
+		j = 0;
+		pcnt[P(t, lo)] = sc;
+		if
+		:: sc > 0 -> nwait[lo]++
+		:: else
+		fi;
+		sc = 0;
+		if
+		:: hi == lo -> ent[t] = 0;
+			if
+			:: TOT(t) == 0 -> granted(t)
+			:: else
+			fi
+		:: else
+		fi;
+		lk[lo] = 0;
+		check_inv()
+	}
+	if
+	:: hi > lo ->
+		LOCK(hi);
+		atomic {
+			pst[P(t, hi)] = HST(t, hi); pla[P(t, hi)] = HLA(t, hi);
+			pin[P(t, hi)] = 1; psq[P(t, hi)] = gseq[hi]; gseq[hi]++;
+			j = 0; sc = 0;
+			do
+			:: j < NQ ->
+				if
+				:: COUNTS(j, t, hi) -> sc++
+				:: else
+				fi;
+				j++
+			:: else -> break
+			od;
+			j = 0;
+			pcnt[P(t, hi)] = sc;
+			if
+			:: sc > 0 -> nwait[hi]++
+			:: else
+			fi;
+			sc = 0; ent[t] = 0;
+			if
+			:: TOT(t) == 0 -> granted(t)
+			:: else
+			fi;
+			lk[hi] = 0;
+			check_inv()
+		}
+	:: else
+	fi;
+	ok = 1;
+#endif
+	if
+	:: !ok -> goto done
+	:: else
+	fi;
+
+swait:	/* wait for the word */
+	if
+	:: atomic { HELD(t) -> shadow_check(t); incs[t] = 1 }
+	:: el[t] ->		/* claim (single-segment only) */
+		LOCK(lo);
+		atomic {
+			if
+			:: el[t] -> el[t] = 0; granted(t)
+			:: else
+			fi;
+			lk[lo] = 0;
+			check_inv()
+		};
+		goto swait
+	:: !FIFO_TREE && !mk && hi == lo && TOT(t) > 0 ->	/* mark */
+		LOCK(lo);
+		atomic {
+			if
+			:: el[t] -> el[t] = 0; granted(t)
+			:: TOT(t) > 0 -> ho[t] = 1
+			:: else
+			fi;
+			mk = 1; lk[lo] = 0;
+			check_inv()
+		};
+		goto swait
+	:: kind == K_TIMED && !HELD(t) ->	/* S6: give up */
+		lock_mine();
+		atomic {
+			if
+			:: TOT(t) == 0 ->	/* granted or ELIGIBLE: keep */
+				if
+				:: el[t] -> el[t] = 0; granted(t)
+				:: else
+				fi;
+				ok = 1
+			:: else ->
+				ho[t] = 0; late[t] = 0; rel[t] = 1;
+				remove_part(t, lo);
+#ifndef MUT_PARTIAL_GIVEUP
+				if
+				:: hi > lo -> remove_part(t, hi)
+				:: else
+				fi;
+#endif
+				ok = 0
+			fi;
+			unlock_mine();
+			check_inv()
+		};
+		if
+		:: ok -> goto swait
+		:: else -> goto done
+		fi
+	fi;
+
+#ifdef CFG_GROW
+	/* S7: thread 0 (holding [1,1]) may grow into segment 1 */
+	if
+	:: t == 0 ->
+		atomic {
+			if
+			:: d = 2
+			:: d = 3
+			fi;
+			if
+			:: kind = K_PLAIN
+			:: kind = K_TIMED
+			fi
+		}
+		LOCK(0); LOCK(1);
+		atomic {
+			/* the growth: the added part [2, d], in segment 1 only,
+			 * at the owner's seqnum */
+			st[GR] = 2; la[GR] = d; rd[GR] = rd[0];
+			s = SQ(0, 0);
+			pst[P(GR, 1)] = 2; pla[P(GR, 1)] = d; psq[P(GR, 1)] = s;
+#ifndef MUT_GROW_NO_RAISE
+			/* every insertion raises the segment's counter past its
+			 * seqnum (Lamport): later arrivals come after the growth */
+			if
+			:: gseq[1] <= s -> gseq[1] = s + 1
+			:: else
+			fi;
+#endif
+			sc = 0; j = 0;
+			do
+			:: j < NQ ->
+				if
+				:: j != GR && j != 0 && pin[P(j, 1)] && MEET(j, GR, 1) &&
+				   CONFL(j, GR) ->
+					if
+					:: PREC_NG(j, GR, 1) -> sc++
+					:: else -> add_blocker(j, 1)	/* later waiter */
+					fi
+				:: else
+				fi;
+				j++
+			:: else -> break
+			od;
+			j = 0;
+			pin[P(GR, 1)] = 1; pcnt[P(GR, 1)] = sc;
+			/* no blocker: merged at once, the locks still held */
+			if
+			:: sc > 0 -> nwait[1]++; ok = 0; lk[0] = 0; lk[1] = 0
+			:: else -> ok = 1
+			fi;
+			sc = 0;
+			check_inv()
+		}
+gwait:		if
+		:: ok || HELD(GR) ->	/* merge, under both locks */
+			if
+			:: ok -> skip
+			:: else -> LOCK(0); LOCK(1)
+			fi;
+			atomic {
+				assert(HELD(GR));
+				granted(GR);
+				pin[P(0, 1)] = 1; pst[P(0, 1)] = 2; pla[P(0, 1)] = d;
+				psq[P(0, 1)] = SQ(GR, 1); pcnt[P(0, 1)] = 0;
+				pin[P(GR, 1)] = 0; pst[P(GR, 1)] = 0; pla[P(GR, 1)] = 0;
+				psq[P(GR, 1)] = 0;
+				st[GR] = 0; la[GR] = 0; rd[GR] = 0;
+				la[0] = d; hi = 1;
+				shadow_check(0);
+				lk[0] = 0; lk[1] = 0;
+				check_inv()
+			}
+		:: el[GR] ->
+			LOCK(1);
+			atomic {
+				if
+				:: el[GR] -> el[GR] = 0
+				:: else
+				fi;
+				lk[1] = 0;
+				check_inv()
+			};
+			goto gwait
+		:: kind == K_TIMED && !HELD(GR) ->
+			LOCK(0); LOCK(1);
+			atomic {
+				if
+				:: pcnt[P(GR, 1)] == 0 -> el[GR] = 0; ok = 1
+				:: else ->
+					remove_part(GR, 1);
+					st[GR] = 0; la[GR] = 0; rd[GR] = 0;
+					assert(la[0] == 1 && !pin[P(0, 1)]);
+					ok = 0
+				fi;
+				if
+				:: ok -> skip
+				:: else -> lk[0] = 0; lk[1] = 0
+				fi;
+				check_inv()
+			};
+			if
+			:: ok -> goto gwait
+			:: else
+			fi
+		fi;
+		ok = 0; d = 0; s = 0; kind = 0
+	:: else
+	fi;
+#endif
+
+	/* unlock: one segment at a time, ascending (S4) */
+	atomic { incs[t] = 0; rel[t] = 1 }
+	k = lo;
+	do
+	:: k <= hi ->
+		LOCK(k);
+		atomic { remove_part(t, k); lk[k] = 0; check_inv() };
+		k++
+	:: else -> break
+	od;
+done:	skip;
+	d_step {
+		assert(!INR(t) && !incs[t]);
+		rel[t] = 0; rd[t] = 0; st[t] = 0; la[t] = 0; ho[t] = 0; el[t] = 0;
+		late[t] = 0; arr[t] = 0; k = 0; lo = 0; hi = 0; kind = 0; ok = 0; mk = 0; s = 0
+	}
+}
+
+init
+{
+	atomic {
+#ifdef CFG_GROW
+		/* thread 0: [1,1], any mode, then grows into segment 1 */
+		rmask[0] = 4; fmd[0] = ANY; wk[0] = K_PLAIN;
+		/* thread 1: spanning [1,2] or in segment 1 */
+		rmask[1] = 8 | 16 | 32; fmd[1] = ANY; wk[1] = K_PLAIN;
+		/* thread 2: segment 1 or spanning, plain or timed */
+		rmask[2] = 8 | 32 | 64; fmd[2] = ANY; wk[2] = K_PLAIN | K_TIMED;
+#else
+		/* thread 0: a spanning writer */
+		rmask[0] = 8; fmd[0] = 0; wk[0] = K_PLAIN;
+#ifdef MUT_OUT_OF_ORDER
+		rmask[0] = 8 | 128;
+#endif
+		/* thread 1: spanning or not, any mode, every call */
+		rmask[1] = 2 | 8 | 16 | 128 | 512; fmd[1] = ANY;
+		wk[1] = K_PLAIN | K_TIMED | K_TRY;
+#ifdef MUT_EARLY_RELEASE
+		wk[1] = K_PLAIN | K_TIMED;
+#endif
+		/* thread 2: single-segment ranges, any mode, plain or timed */
+		rmask[2] = 1 | 4 | 16 | 32; fmd[2] = ANY; wk[2] = K_PLAIN | K_TIMED;
+#endif
+		run thread(0);
+		run thread(1);
+		run thread(2)
+	}
+}
