@@ -13,11 +13,12 @@
 # section first lists every optional tool and the tests skipped without it.
 #
 # Each stage is a CMake preset (CMakePresets.json), so any one can be rerun
-# alone:
-#   cmake --preset tsan && cmake --build build-tsan -j2 && ctest --preset tsan
+# alone, by naming it (tests/run_all.sh tsan musl) or by hand:
+#   cmake --preset tsan && cmake --build --preset tsan && ctest --preset tsan
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+only=" $* "   # the stages named on the command line; all when none
 jobs=$(nproc 2>/dev/null || echo 2)
 logs=$(mktemp -d "${TMPDIR:-/tmp}/rangelock-run_all.XXXXXX")
 summary=()
@@ -74,22 +75,25 @@ record() { # record NAME STATUS SECONDS DETAIL
 	esac
 }
 
+wanted() { [ "$only" = "  " ] || [[ $only == *" $1 "* ]]; }
+
 skip_stage() { # skip_stage NAME WHY
+	wanted "$1" || return 0
 	banner "$1: SKIPPED ($2)"
 	record "$1" SKIPPED 0 "$2"
 }
 
 # stage PRESET DESCRIPTION [ctest arguments]: configure, build, ctest.
 stage() {
-	local preset=$1 what=$2 t0=$SECONDS log=$logs/$1.log dir status detail
+	local preset=$1 what=$2 t0=$SECONDS log=$logs/$1.log status detail
 	local total failed skipped
+	wanted "$preset" || return 0
 	shift 2
-	dir=build-$preset
 	banner "$preset: $what"
 	if ! cmake --preset "$preset" > "$logs/$preset.configure.log" 2>&1; then
 		cat "$logs/$preset.configure.log"
 		status=FAIL detail="configure failed"
-	elif ! cmake --build "$dir" -j"$jobs"; then
+	elif ! cmake --build --preset "$preset" -j"$jobs"; then
 		status=FAIL detail="build failed"
 	else
 		ctest --preset "$preset" "$@" 2>&1 | tee "$log"
@@ -131,9 +135,11 @@ if have clang && [ -e /usr/lib32/libc.so ]; then
 		# No ia32 emulation in this kernel: tests/run-i386.sh uses
 		# qemu-i386, whose signal delivery reports EINTR with no handler
 		# run, so the torture's interruptible mixes are left out there.
-		echo
-		echo "=== i386: no ia32 emulation here: under qemu-i386, without" \
-			"torture_*interruptible_* and torture_*all_calls"
+		if wanted i386 || wanted i386-time64; then
+			echo
+			echo "=== i386: no ia32 emulation here: under qemu-i386, without" \
+				"torture_*interruptible_* and torture_*all_calls"
+		fi
 		i386_args=(-E '^torture_(checked_|posix_)?(interruptible_.*|all_calls)$')
 	fi
 	for preset in i386 i386-time64; do

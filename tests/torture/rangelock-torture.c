@@ -2341,7 +2341,10 @@ static void usage(FILE *f)
 "                      calls met a conflicting word holder and waited, but\n"
 "                      none was seen sleeping on the word (word mode needs\n"
 "                      --stats=off or mid, and no checking mode)\n"
-"  --help\n");
+"  --help\n"
+"environment: RANGELOCK_TORTURE_DURATION_SCALE=F multiplies --duration by F\n"
+"  (0 < F <= 100; the test command's sanitizer and other-platform stages\n"
+"  run the torture at 0.5)\n");
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -2358,6 +2361,9 @@ static bool parse_u64(const char *s, uint64_t *out)
 	*out = v;
 	return true;
 }
+
+/* --duration was multiplied by RANGELOCK_TORTURE_DURATION_SCALE. */
+static bool duration_scaled;
 
 static bool parse_double(const char *s, double *out)
 {
@@ -2653,6 +2659,19 @@ static void parse_options(int argc, char **argv)
 	}
 	if (!seeded)
 		opt.seed = now_ns() ^ ((uint64_t)getpid() << 32);
+	const char *scale_env = getenv("RANGELOCK_TORTURE_DURATION_SCALE");
+	if (scale_env && *scale_env) {
+		double scale;
+
+		if (!parse_double(scale_env, &scale) || scale <= 0 || scale > 100) {
+			fprintf(stderr, "rangelock-torture: bad value for "
+				"RANGELOCK_TORTURE_DURATION_SCALE: '%s' (0 < F <= 100)\n",
+				scale_env);
+			exit(2);
+		}
+		opt.duration *= scale;
+		duration_scaled = true;
+	}
 	if (!opt.watchdog_s)
 		bad_option("watchdog", "0");
 	if (opt.calls[C_INTR] && !opt.signal_us)
@@ -2896,10 +2915,11 @@ int main(int argc, char **argv)
 	}
 
 	printf("rangelock-torture (librangelock %s): type=%s writers=%d readers=%d"
-	       " duration=%.3g s pool=%" PRIu64 " base=%" PRIu64 " max-len=%" PRIu64
+	       " duration=%.3g s%s pool=%" PRIu64 " base=%" PRIu64 " max-len=%" PRIu64
 	       " full-share=%g%% long-hold=%g%% long-us=%llu hold-us=%u calls=",
 	       rangelock_version(), type_names[opt.type], opt.writers, opt.readers,
-	       opt.duration, opt.pool, opt.base, opt.max_len, opt.full_share,
+	       opt.duration, duration_scaled ? " (scaled)" : "",
+	       opt.pool, opt.base, opt.max_len, opt.full_share,
 	       opt.long_share, opt.long_us, opt.hold_us);
 	for (int i = 0, n = 0; i < NR_CALLS; i++)
 		if (opt.calls[i])
