@@ -3,8 +3,8 @@
 # suite on the default build, then unit tests and the torture under
 # ThreadSanitizer and AddressSanitizer+UBSan, a clang -Werror build, the
 # forced POSIX backend, i386 (both _TIME_BITS), aarch64 and s390x under
-# qemu-user, and musl.  About 20-30 minutes on a 2-CPU machine (CI's
-# runs: 19-20 minutes, 2-3 of them installing packages).
+# qemu-user, and musl.  About 22-25 minutes on a 2-CPU machine (the
+# last CI run: 23 minutes, 1-2 of them installing packages).
 #
 # Every stage runs, even after one fails; a summary line per stage and a
 # total follow, and the exit status is non-zero if any stage failed.  The
