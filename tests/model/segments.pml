@@ -24,9 +24,11 @@
  * (the sum of the parts' counts), HANDOFF and ELIGIBLE; its futex/spin
  * protocol is rangelock.pml's.
  *
- * GEOMETRY.  Units 0..3, 2 segments, stripes of 2 units: segment(u) = u / 2
- * (stripe u >> 1, mod 2).  A part of request r in segment g covers the
- * hull of r's range within g's units; parts are compared by hull.
+ * GEOMETRY.  Units 0..3, 2 segments (-DCFG_SEG3: units 0..5, 3 segments),
+ * stripes of 2 units: segment(u) = u / 2.  A part of request r in segment
+ * g covers the hull of r's range within g's units; parts are compared by
+ * hull.  A request spanning three segments has a part in the middle one
+ * too, covering all of it.
  *
  * MODEL STEP -> DESIGN RULE (docs/design.md, "Segments")
  * --------------------------------------------------------------------
@@ -64,7 +66,11 @@
  * thread 1 any spanning or single range, any mode, plain / timed / try;
  * thread 2 any single-segment range, any mode, plain / timed.  CFG_GROW:
  * thread 0 holds [1,1] (segment 0) and grows to [1,2] or [1,3] (into
- * segment 1; plain or timed); threads 1 and 2 as below.  -DFIFO: FIFO tree.
+ * segment 1; plain or timed); threads 1 and 2 as below.  CFG_SEG3: 3
+ * segments; thread 0 writes [1,4] (all three), plain or timed; thread 1
+ * [3,4] (two), [2,3] (the middle one) or [0,5] (all), any mode, plain /
+ * timed / try; thread 2 [2,2], [3,3] (middle) or [5,5], any mode, plain /
+ * timed.  -DFIFO: FIFO tree.
  *
  * MUTANTS (-DMUT_x; each must fail)
  *   OUT_OF_ORDER     thread 1 takes its segment locks in DESCENDING order
@@ -76,10 +82,19 @@
  *                    intersecting or not (precision)
  *   GROW_NO_RAISE    a growth entering a segment does not raise that
  *                    segment's seqnum counter past its own seqnum (CFG_GROW)
+ *   NO_MIDDLE_PART   a request spanning three segments inserts parts in
+ *                    its first and last only (CFG_SEG3)
  */
 
-#define NS 2		/* segments */
-#define NU 4		/* units */
+#ifdef CFG_SEG3
+#define NS 3		/* segments */
+#if defined(CFG_GROW) || defined(MUT_EARLY_RELEASE)
+#error "CFG_GROW and MUT_EARLY_RELEASE are 2-segment configurations"
+#endif
+#else
+#define NS 2
+#endif
+#define NU (2 * NS)	/* units */
 #define NT 3		/* threads */
 #define NQ 4		/* requests: thread t's is t; 3 is thread 0's growth */
 #define GR 3
@@ -123,14 +138,20 @@ byte clk = 1;
 byte late[NQ];		/* bit q: q entered after r's mark and conflicts */
 
 hidden byte hq, hr, hc, hg;		/* scratch, d_step only */
-hidden short rmask[NT];
+hidden int rmask[NT];
 hidden byte fmd[NT], wk[NT];	/* configuration */
 
 #define OWNER(r)   ((r) == GR -> 0 : (r))
 #define ISG(r)     ((r) == GR)
-#define INR(r)     (pin[P(r, 0)] || pin[P(r, 1)])
-#define SPAN(r)    (pin[P(r, 0)] && pin[P(r, 1)])
+#if NS == 3
+#define NPIN(r)    (pin[P(r, 0)] + pin[P(r, 1)] + pin[P(r, 2)])
+#define TOT(r)     (pcnt[P(r, 0)] + pcnt[P(r, 1)] + pcnt[P(r, 2)])
+#else
+#define NPIN(r)    (pin[P(r, 0)] + pin[P(r, 1)])
 #define TOT(r)     (pcnt[P(r, 0)] + pcnt[P(r, 1)])
+#endif
+#define INR(r)     (NPIN(r) > 0)
+#define SPAN(r)    (NPIN(r) > 1)
 #define HELD(r)    (INR(r) && TOT(r) == 0 && !el[r] && !ent[r])
 #define CONFL(a, b) (!(rd[a] && rd[b]))
 #define ISECT(a, b) (st[a] <= la[b] && st[b] <= la[a])
@@ -140,6 +161,13 @@ hidden byte fmd[NT], wk[NT];	/* configuration */
 #define HLA(r, g)  (la[r] < 2 * (g) + 1 -> la[r] : 2 * (g) + 1)
 #define MEETSEG(r, g) (st[r] <= 2 * (g) + 1 && 2 * (g) <= la[r])
 #define SQ(r, g)   psq[P(r, g)]
+/* mutant NO_MIDDLE_PART: a spanning request inserts no part in the
+ * segments strictly between its first and its last */
+#ifdef MUT_NO_MIDDLE_PART
+#define SKIPPED(g) ((g) > lo && (g) < hi)
+#else
+#define SKIPPED(g) 0
+#endif
 
 /* precedes(Q, R) in segment g (docs/design.md section 12, seqnums
  * compared across segments: Lamport seqnums, rule S3) */
@@ -324,20 +352,36 @@ inline shadow_check(r)
 
 #define LOCK(g)  atomic { lk[g] == 0 -> lk[g] = t + 1 }
 
-/* the request's own segments lo..hi, ascending */
+/* the request's own segments lo..hi, ascending: one step per lock (NS <= 3) */
 inline lock_mine()
 {
 	LOCK(lo);
 	if
-	:: hi > lo -> LOCK(hi)
-	:: else
+	:: hi == lo + 2 -> LOCK(lo + 1); LOCK(hi)
+	:: hi == lo + 1 -> LOCK(hi)
+	:: hi == lo
+	fi
+}
+
+/* mutant: descending (hi > lo) */
+inline lock_mine_descending()
+{
+	if
+	:: hi == lo + 2 -> LOCK(hi); LOCK(lo + 1); LOCK(lo)
+	:: hi == lo + 1 -> LOCK(hi); LOCK(lo)
 	fi
 }
 
 inline unlock_mine()
 {
-	assert(lk[lo] == t + 1 && lk[hi] == t + 1);
-	lk[lo] = 0; lk[hi] = 0
+	d_step {
+		k = lo;
+		do
+		:: k <= hi -> assert(lk[k] == t + 1); lk[k] = 0; k++
+		:: else -> break
+		od;
+		k = 0
+	}
 }
 
 proctype thread(byte t)
@@ -359,6 +403,13 @@ proctype thread(byte t)
 		:: rmask[t] & 128 -> st[t] = 0; la[t] = 3
 		:: rmask[t] & 256 -> st[t] = 0; la[t] = 2
 		:: rmask[t] & 512 -> st[t] = 1; la[t] = 3
+		/* CFG_SEG3: units 0..5 */
+		:: rmask[t] & 1024 -> st[t] = 1; la[t] = 4
+		:: rmask[t] & 2048 -> st[t] = 3; la[t] = 4
+		:: rmask[t] & 4096 -> st[t] = 2; la[t] = 3
+		:: rmask[t] & 8192 -> st[t] = 0; la[t] = 5
+		:: rmask[t] & 16384 -> st[t] = 3; la[t] = 3
+		:: rmask[t] & 32768 -> st[t] = 5; la[t] = 5
 		fi;
 		if
 		:: fmd[t] == ANY -> if :: rd[t] = 1 :: rd[t] = 0 fi
@@ -376,7 +427,7 @@ proctype thread(byte t)
 	/* S2: the segment locks, ascending (the mutant: descending) */
 #ifdef MUT_OUT_OF_ORDER
 	if
-	:: t == 1 && hi > lo -> LOCK(hi); LOCK(lo)
+	:: t == 1 && hi > lo -> lock_mine_descending()
 	:: else -> lock_mine()
 	fi;
 #else
@@ -390,7 +441,7 @@ enter:	/* S3: one arrival under all of them */
 			do
 			:: k <= hi ->
 				pst[P(t, k)] = HST(t, k); pla[P(t, k)] = HLA(t, k);
-				pc[k] = 0; j = 0;
+				pc[k] = 0; j = (SKIPPED(k) -> NQ : 0);
 				do
 				:: j < NQ ->
 					if
@@ -419,8 +470,14 @@ enter:	/* S3: one arrival under all of them */
 		}
 		if
 		:: !ok ->	/* a busy try: nothing inserted */
-			pst[P(t, lo)] = 0; pla[P(t, lo)] = 0;
-			pst[P(t, hi)] = 0; pla[P(t, hi)] = 0
+			d_step {
+				k = lo;
+				do
+				:: k <= hi -> pst[P(t, k)] = 0; pla[P(t, k)] = 0; k++
+				:: else -> break
+				od;
+				k = 0
+			}
 		:: else ->
 			arr[t] = clk; clk++;
 			/* ghost: marked waiters this arrival conflicts with */
@@ -443,7 +500,8 @@ enter:	/* S3: one arrival under all of them */
 				s = mn - 1;
 				k = lo;
 				do
-				:: k <= hi ->
+				:: k <= hi && SKIPPED(k) -> k++
+				:: k <= hi && !SKIPPED(k) ->
 					j = 0;
 					do
 					:: j < NQ ->
@@ -460,10 +518,19 @@ enter:	/* S3: one arrival under all of them */
 				:: else -> break
 				od
 			:: else ->	/* one seqnum: the max of the counters */
-				s = (gseq[lo] > gseq[hi] -> gseq[lo] : gseq[hi]);
-				k = lo;
+				d_step {
+					s = 0; k = lo;
+					do
+					:: k <= hi ->
+						s = (gseq[k] > s -> gseq[k] : s);
+						k++
+					:: else -> break
+					od;
+					k = lo
+				}
 				do
-				:: k <= hi ->
+				:: k <= hi && SKIPPED(k) -> k++
+				:: k <= hi && !SKIPPED(k) ->
 					gseq[k] = s + 1;
 					pin[P(t, k)] = 1; psq[P(t, k)] = s;
 					pcnt[P(t, k)] = pc[k];
@@ -477,7 +544,14 @@ enter:	/* S3: one arrival under all of them */
 				/* S5: a spanning waiter is marked at entry */
 				ho[t] = (!FIFO_TREE && hi > lo && sc > 0)
 			fi;
-			j = 0; k = 0; pc[0] = 0; pc[1] = 0;
+			j = 0; k = 0;
+			d_step {
+				do
+				:: k < NS -> pc[k] = 0; k++
+				:: else -> break
+				od;
+				k = 0
+			}
 			if
 			:: TOT(t) == 0 -> granted(t)
 			:: else
@@ -600,13 +674,16 @@ swait:	/* wait for the word */
 				ok = 1
 			:: else ->
 				ho[t] = 0; late[t] = 0; rel[t] = 1;
-				remove_part(t, lo);
-#ifndef MUT_PARTIAL_GIVEUP
-				if
-				:: hi > lo -> remove_part(t, hi)
-				:: else
-				fi;
+				k = lo;
+				do
+				:: k <= hi && pin[P(t, k)] -> remove_part(t, k); k++
+#ifdef MUT_PARTIAL_GIVEUP
+					; break
 #endif
+				:: k <= hi && !pin[P(t, k)] -> k++
+				:: else -> break
+				od;
+				k = 0;
 				ok = 0
 			fi;
 			unlock_mine();
@@ -735,7 +812,14 @@ gwait:		if
 	do
 	:: k <= hi ->
 		LOCK(k);
-		atomic { remove_part(t, k); lk[k] = 0; check_inv() };
+		atomic {
+			if
+			:: pin[P(t, k)] -> remove_part(t, k)
+			:: else		/* only the NO_MIDDLE_PART mutant */
+			fi;
+			lk[k] = 0;
+			check_inv()
+		};
 		k++
 	:: else -> break
 	od;
@@ -757,6 +841,16 @@ init
 		rmask[1] = 8 | 16 | 32; fmd[1] = ANY; wk[1] = K_PLAIN;
 		/* thread 2: segment 1 or spanning, plain or timed */
 		rmask[2] = 8 | 32 | 64; fmd[2] = ANY; wk[2] = K_PLAIN | K_TIMED;
+#elif defined(CFG_SEG3)
+		/* thread 0: a writer spanning all three segments, [1,4],
+		 * plain or timed (a give-up with a part in the middle) */
+		rmask[0] = 1024; fmd[0] = 0; wk[0] = K_PLAIN | K_TIMED;
+		/* thread 1: two segments [3,4], the middle one [2,3], or all
+		 * [0,5]; any mode, every call */
+		rmask[1] = 2048 | 4096 | 8192; fmd[1] = ANY;
+		wk[1] = K_PLAIN | K_TIMED | K_TRY;
+		/* thread 2: single-segment ranges, the middle one included */
+		rmask[2] = 16 | 16384 | 32768; fmd[2] = ANY; wk[2] = K_PLAIN | K_TIMED;
 #else
 		/* thread 0: a spanning writer */
 		rmask[0] = 8; fmd[0] = 0; wk[0] = K_PLAIN;
