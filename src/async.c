@@ -209,6 +209,8 @@ static int lock_async_local(const char *call, struct range_lock_tree *tree,
 
 	waiter_init(&w, WAIT_ASYNC, CLOCK_MONOTONIC, NULL);
 	r = enter(call, tree, lock, reader, &w);
+	if (r == ENTER_SEGMENTED)
+		return -ENOTSUP;
 	req->tree_ = tree; /* submitted: range_lock_async_cancel() accepts it */
 	if (r != ENTER_TREE)
 		return 0; /* held through the word or a slot */

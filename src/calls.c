@@ -24,8 +24,11 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	int r;
 
 	r = enter(call, tree, lock, reader, w);
-	if (r != ENTER_TREE)
+	if (r != ENTER_TREE) {
+		if (__builtin_expect(r == ENTER_SEGMENTED, 0))
+			return rl_seg_lock(call, tree, lock, reader, w, subclass, site);
 		return r == ENTER_HELD ? 0 : r; /* held through the word, or gave up */
+	}
 	if (reader)
 		maybe_bias(tree);
 	else
@@ -273,8 +276,11 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 
 	int r = enter(call, tree, lock, reader, NULL);
 
-	if (r != ENTER_TREE)
+	if (r != ENTER_TREE) {
+		if (__builtin_expect(r == ENTER_SEGMENTED, 0))
+			return rl_seg_lock(call, tree, lock, reader, NULL, 0, site);
 		return r == ENTER_HELD; /* fast held, or busy in word mode */
+	}
 	struct entry_scan scan;
 
 	if (reader)
@@ -327,6 +333,25 @@ int range_read_trylock(struct range_lock_tree *tree, struct range_lock *lock)
 int range_write_trylock(struct range_lock_tree *tree, struct range_lock *lock)
 {
 	return trylock_two_levels("range_write_trylock", tree, lock, false, CALLER);
+}
+
+/* The one-range calls on a segment's tree (segments.c): out of line. */
+int rl_lock_in(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+	       bool reader, struct waiter *w, int subclass, void *site)
+{
+	return lock_common(call, tree, lock, reader, w, subclass, site);
+}
+
+int rl_trylock_in(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+		  bool reader, void *site)
+{
+	return trylock_common(call, tree, lock, reader, site);
+}
+
+void rl_unlock_in(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+		  bool reader)
+{
+	unlock_common(call, tree, lock, reader);
 }
 
 /* ---- release (check_held(): protocol.h; downgrade: protocol.c) -------- */

@@ -32,6 +32,7 @@
 #include "tree_lock.h"
 #include "waiting.h"
 #include "word_mode.h"
+#include "segments.h"
 
 /* ---- entry ------------------------------------------------------------ */
 
@@ -82,15 +83,19 @@ static inline void set_word_tree(struct range_lock *lock, struct range_lock_tree
 	lock->rb_right = (struct range_lock *)(void *)tree;
 }
 
-/* enter()'s results, besides -ETIMEDOUT and -EINVAL from a timed word wait. */
-enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY };
+/* enter()'s results, besides -ETIMEDOUT and -EINVAL from a timed word wait.
+ * ENTER_SEGMENTED: the tree has segments (segments.c): nothing is held, and
+ * the call goes on in rl_seg_lock(). */
+enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY, ENTER_SEGMENTED };
 
 /*
  * The start of every lock call: check the arguments, try the fast path,
  * then word mode (word_mode.c; @w is the lock call's waiter, NULL for
  * trylock).  Returns ENTER_HELD (@lock holds its range through the word),
  * ENTER_BUSY (trylock: a lock call would wait on the word), ENTER_TREE
- * (tree_lock is held: go on in the tree), or a timed word wait's error.
+ * (tree_lock is held: go on in the tree), ENTER_SEGMENTED, or a timed word
+ * wait's error.  A segmented tree's word is never 0, so its lock calls
+ * notice the segments only once the fast path has failed.
  */
 static inline __attribute__((always_inline)) int
 enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
@@ -130,6 +135,10 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 			word_held(tree);
 			return ENTER_HELD;
 		}
+		if (__builtin_expect(tree_is_segmented(tree), 0)) {
+			lock->rb_parent_flags = 0;
+			return ENTER_SEGMENTED;
+		}
 		if (w)
 			w->word = WORD_NONE; /* not on the uncontended path */
 		if (word_mode_request(lock, reader, w)) {
@@ -156,6 +165,8 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 				}
 			}
 		}
+	} else if (tree_is_segmented(tree)) {
+		return ENTER_SEGMENTED;
 	} else if (w) {
 		w->word = WORD_NONE; /* the checking mode: no fast path */
 	}
@@ -296,6 +307,11 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 	} else if (word_release(tree, lock, reader)) {
 		/* Ours alone again (nobody displaced it): not in a tree. */
 		lock->rb_parent_flags = 0;
+		return;
+	}
+	if (__builtin_expect(atomic_load_explicit(tree_lock_word(tree), memory_order_relaxed) ==
+			     TL_SEGMENTED, 0)) {
+		rl_seg_unlock(call, tree, lock, reader);
 		return;
 	}
 	wl.n = 0;

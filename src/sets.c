@@ -60,6 +60,11 @@ static int lock_many_common(const char *call, struct range_lock_tree *tree,
 	uint32_t tid;
 
 	check_items(call, tree, items, n);
+	if (__builtin_expect(tree_is_segmented(tree), 0)) {
+		if (!w || w->kind == WAIT_PLAIN)
+			rl_seg_unsupported(call);
+		return -ENOTSUP;
+	}
 	if (!n)
 		return 0;
 	tid = rl_thread_id();
@@ -317,6 +322,8 @@ void range_unlock_many(struct range_lock_tree *tree, const struct range_lock_ite
 {
 	if (!tree || (n && !items))
 		rl_die("range_unlock_many", NULL, "NULL tree or set");
+	if (tree_is_segmented(tree))
+		rl_seg_unsupported("range_unlock_many");
 	for (unsigned i = 0; i < n; i++)
 		file_release(tree, items[i].lock, items[i].mode == RANGE_LOCK_READ);
 	unlock_many_local(tree, items, n);
