@@ -24,11 +24,8 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	int r;
 
 	r = enter(call, tree, lock, reader, w);
-	if (r != ENTER_TREE) {
-		if (__builtin_expect(r == ENTER_SEGMENTED, 0))
-			return rl_seg_lock(call, tree, lock, reader, w, subclass, site);
+	if (r != ENTER_TREE)
 		return r == ENTER_HELD ? 0 : r; /* held through the word, or gave up */
-	}
 	if (reader)
 		maybe_bias(tree);
 	else
@@ -121,10 +118,16 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 		[WAIT_KILLABLE] = RL_FILE_KILLABLE,
 		[WAIT_TIMED] = RL_FILE_TIMED,
 	};
+	struct range_lock_file *f = tree ? file_of(tree) : NULL;
 	int r;
 
-	if (file_range_bad(call, tree, lock, w->kind != WAIT_PLAIN))
-		return -EINVAL;
+	if (__builtin_expect(f != NULL, 0)) {
+		if (is_segments(f)) /* a tree with segments (segments.c) */
+			return rl_seg_lock(call, tree, lock, reader, w, subclass,
+					   CHECKS_SITE(site));
+		if (file_range_bad(call, tree, lock, w->kind != WAIT_PLAIN))
+			return -EINVAL;
+	}
 	r = lock_common(call, tree, lock, reader, w, subclass, site);
 	if (__builtin_expect(r == 0 && file_of(tree) != NULL, 0))
 		r = rl_file_acquire(call, tree, lock, reader, w, kinds[w->kind]);
@@ -276,11 +279,8 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 
 	int r = enter(call, tree, lock, reader, NULL);
 
-	if (r != ENTER_TREE) {
-		if (__builtin_expect(r == ENTER_SEGMENTED, 0))
-			return rl_seg_lock(call, tree, lock, reader, NULL, 0, site);
+	if (r != ENTER_TREE)
 		return r == ENTER_HELD; /* fast held, or busy in word mode */
-	}
 	struct entry_scan scan;
 
 	if (reader)
@@ -316,7 +316,14 @@ static inline __attribute__((always_inline)) int
 trylock_two_levels(const char *call, struct range_lock_tree *tree,
 		   struct range_lock *lock, bool reader, void *site)
 {
-	file_range_bad(call, tree, lock, false);
+	struct range_lock_file *f = tree ? file_of(tree) : NULL;
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (is_segments(f)) /* a tree with segments (segments.c) */
+			return rl_seg_lock(call, tree, lock, reader, NULL, 0,
+					   CHECKS_SITE(site));
+		file_range_bad(call, tree, lock, false);
+	}
 	if (!trylock_common(call, tree, lock, reader, site))
 		return 0;
 	if (__builtin_expect(file_of(tree) != NULL, 0) &&
@@ -393,12 +400,12 @@ void rl_unlock_local(const char *call, struct range_lock_tree *tree,
 
 void range_read_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	file_release(tree, lock, true);
-	unlock_common("range_read_unlock", tree, lock, true);
+	if (!file_release("range_read_unlock", tree, lock, true))
+		unlock_common("range_read_unlock", tree, lock, true);
 }
 
 void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	file_release(tree, lock, false);
-	unlock_common("range_write_unlock", tree, lock, false);
+	if (!file_release("range_write_unlock", tree, lock, false))
+		unlock_common("range_write_unlock", tree, lock, false);
 }

@@ -83,19 +83,17 @@ static inline void set_word_tree(struct range_lock *lock, struct range_lock_tree
 	lock->rb_right = (struct range_lock *)(void *)tree;
 }
 
-/* enter()'s results, besides -ETIMEDOUT and -EINVAL from a timed word wait.
- * ENTER_SEGMENTED: the tree has segments (segments.c): nothing is held, and
- * the call goes on in rl_seg_lock(). */
-enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY, ENTER_SEGMENTED };
+/* enter()'s results, besides -ETIMEDOUT and -EINVAL from a timed word wait. */
+enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY };
 
 /*
  * The start of every lock call: check the arguments, try the fast path,
  * then word mode (word_mode.c; @w is the lock call's waiter, NULL for
  * trylock).  Returns ENTER_HELD (@lock holds its range through the word),
  * ENTER_BUSY (trylock: a lock call would wait on the word), ENTER_TREE
- * (tree_lock is held: go on in the tree), ENTER_SEGMENTED, or a timed word
- * wait's error.  A segmented tree's word is never 0, so its lock calls
- * notice the segments only once the fast path has failed.
+ * (tree_lock is held: go on in the tree), or a timed word wait's error.
+ * (A tree with segments never gets here: the public calls send it to
+ * segments.c first, see is_segments().)
  */
 static inline __attribute__((always_inline)) int
 enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
@@ -135,10 +133,6 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 			word_held(tree);
 			return ENTER_HELD;
 		}
-		if (__builtin_expect(tree_is_segmented(tree), 0)) {
-			lock->rb_parent_flags = 0;
-			return ENTER_SEGMENTED;
-		}
 		if (w)
 			w->word = WORD_NONE; /* not on the uncontended path */
 		if (word_mode_request(lock, reader, w)) {
@@ -165,8 +159,6 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 				}
 			}
 		}
-	} else if (tree_is_segmented(tree)) {
-		return ENTER_SEGMENTED;
 	} else if (w) {
 		w->word = WORD_NONE; /* the checking mode: no fast path */
 	}
@@ -225,6 +217,18 @@ insert_scanned(struct range_lock_tree *tree, struct range_lock *lock, bool reade
 	return blockers;
 }
 
+/*
+ * The tree's second-level slot (tree->file) is NULL, a bound tree's file
+ * state, or a tree with segments' segment array tagged RL_SEGMENTS_TAG
+ * (segments.h).  Every public call already tests the slot for NULL before
+ * its fast path (a bound tree's hooks), so a tree with segments is sent to
+ * segments.c at no cost to the others.
+ */
+static inline bool is_segments(const struct range_lock_file *f)
+{
+	return ((uintptr_t)f & RL_SEGMENTS_TAG) != 0;
+}
+
 /* A bound tree takes only ranges that fit off_t: -EINVAL, or abort for the
  * calls that cannot return it (the plain calls, trylock). */
 static inline bool file_range_bad(const char *call, struct range_lock_tree *tree,
@@ -239,6 +243,13 @@ static inline bool file_range_bad(const char *call, struct range_lock_tree *tree
 }
 
 #define CALLER __builtin_return_address(0)
+/* The call site, for the checking mode only: read early on a path that
+ * does not need it, it would cost the others a load. */
+#if RANGELOCK_CHECKS
+#define CHECKS_SITE(site) (site)
+#else
+#define CHECKS_SITE(site) NULL
+#endif
 
 /* calls.c: the second level's hooks (a tree bound to a file).  After a
  * local grant, take the OFD lock (or unlock locally and fail); unlock a
@@ -309,11 +320,6 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 		lock->rb_parent_flags = 0;
 		return;
 	}
-	if (__builtin_expect(atomic_load_explicit(tree_lock_word(tree), memory_order_relaxed) ==
-			     TL_SEGMENTED, 0)) {
-		rl_seg_unlock(call, tree, lock, reader);
-		return;
-	}
 	wl.n = 0;
 	tree_lock(tree);
 	check_held(call, tree, lock, reader);
@@ -331,13 +337,21 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 }
 
 /* Before the local unlock: the file state lives while the request is in
- * the tree (set_file and destroy free it only when the tree is empty). */
-static inline void file_release(struct range_lock_tree *tree, struct range_lock *lock,
-				bool reader)
+ * the tree (set_file and destroy free it only when the tree is empty).
+ * A tree with segments (is_segments()) is unlocked here, in its segments:
+ * true, the caller has nothing more to do. */
+static inline bool file_release(const char *call, struct range_lock_tree *tree,
+				struct range_lock *lock, bool reader)
 {
 	struct range_lock_file *f = tree && lock ? file_of(tree) : NULL;
 
-	if (__builtin_expect(f != NULL, 0))
+	if (__builtin_expect(f != NULL, 0)) {
+		if (is_segments(f)) {
+			rl_seg_unlock(call, tree, lock, reader);
+			return true;
+		}
 		rl_file_unlock(f, lock->start, lock->last, reader);
+	}
+	return false;
 }
 #endif /* RANGELOCK_CALLS_H */

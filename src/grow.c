@@ -270,5 +270,5 @@ int range_lock_grow_try(struct range_lock_tree *tree, struct range_lock *lock,
 {
 	int r = grow_common("range_lock_grow_try", tree, lock, start, last, NULL, CALLER);
 
-	return r == -EINVAL ? r : r == 0;
+	return r == -EINVAL || r == -ENOTSUP ? r : r == 0;
 }

@@ -160,6 +160,7 @@ int rl_seg_destroy(struct range_lock_tree *tree)
 	}
 	unlock_all(s);
 	tree->root = NULL;
+	__atomic_store_n(&tree->file, NULL, __ATOMIC_RELAXED);
 	tree_flags_store(tree, tree->flags & ~RL_TREE_SEGMENTED);
 	rl_hb_release(tree_lock_word(tree));
 	atomic_store_explicit(tree_lock_word(tree), 0, memory_order_release);
@@ -200,23 +201,25 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 	if (segments == 0 || segments > RL_SEG_MAX || (segments & (segments - 1)) ||
 	    stripe_shift > 63)
 		return -EINVAL;
-	if (tree_is_segmented(tree)) {
-		s = segments_of(tree);
-		if (segments == 1u << s->log2n && stripe_shift == s->shift)
-			return all_empty(s) ? 0 : -EBUSY; /* (a snapshot) */
-		r = rl_seg_destroy(tree);
-		if (r)
-			return r;
-	}
 	if (segments == 1) {
+		if (tree_is_segmented(tree))
+			return rl_seg_destroy(tree);
 		tree_lock(tree);
 		revoke_fast_readers(tree);
 		r = tree->root ? -EBUSY : 0;
 		tree_unlock(tree);
 		return r;
 	}
+	/* Allocated first: a failure changes nothing. */
 	if (posix_memalign(&mem, 128, sizeof(*s) + segments * sizeof(s->seg[0])))
 		return -ENOMEM;
+	if (tree_is_segmented(tree)) { /* re-segment (or the same again) */
+		r = rl_seg_destroy(tree);
+		if (r) {
+			free(mem);
+			return r;
+		}
+	}
 	s = mem;
 	memset(s, 0, sizeof(*s) + segments * sizeof(s->seg[0]));
 	s->top = tree;
@@ -236,6 +239,8 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 	for (unsigned g = 0; g < segments; g++)
 		rl_seg_tree(s, g)->flags = policy | ((g + 1) << SEG_INDEX_SHIFT);
 	tree->root = (struct range_lock *)(void *)s;
+	__atomic_store_n(&tree->file, (struct range_lock_file *)((uintptr_t)s | RL_SEGMENTS_TAG),
+			 __ATOMIC_RELAXED);
 	tree_flags_store(tree, policy | RL_TREE_SEGMENTED);
 	/* Our release of the internal lock: TL_SEGMENTED instead of 0.  A
 	 * call that waited for it meanwhile used the tree during its
@@ -269,7 +274,7 @@ static struct span *span_new(const char *call, struct range_lock_tree *tree,
 		r->start = p.start;
 		r->last = p.last;
 		r->subtree_last = p.last;
-		r->owner_tid = lock->owner_tid;
+		r->owner_tid = rl_thread_id();
 	}
 	return sp;
 }
@@ -388,10 +393,30 @@ static int span_wait_parts(struct span *sp, struct waiter *w, struct span_wait *
 		w->reader = sp->reader;
 		w->items = NULL;
 		w->word = WORD_MARKED; /* marked at entry: no hand-off clock */
+		w->kept_after = 0;
 		sw->skip = i;
+		rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
 		r = wait_for_grant(w);
 		if (r)
-			return r;
+			return r; /* that part left the tree: the others leave */
+		if (w->kept_after) {
+			/*
+			 * A signal or the deadline came as this part was
+			 * granted: the call keeps its range only if every other
+			 * part is granted too (as a set does); else it gives
+			 * up, this part included, rather than wait on -- a
+			 * signal would go unreported.
+			 */
+			for (unsigned j = i + 1; j < sp->n; j++)
+				if (atomic_load_explicit(wait_word(&sp->part[j]),
+							 memory_order_acquire)) {
+					sw->skip = sp->n; /* every part leaves */
+					return w->kept_after;
+				}
+			for (unsigned j = i + 1; j < sp->n; j++)
+				rl_hb_acquire_last(wait_word(&sp->part[j]));
+			return 0;
+		}
 	}
 	return 0;
 }
@@ -449,9 +474,12 @@ int rl_seg_lock(const char *call, struct range_lock_tree *tree, struct range_loc
 		bool reader, struct waiter *w, int subclass, void *site)
 {
 	struct rl_segments *s = segments_of(tree);
-	unsigned n = rl_seg_parts(s, lock->start, lock->last);
+	unsigned n;
 
-	lock->rb_parent_flags = 0; /* enter() marked it fast held, then saw the gate */
+	check_args(call, tree, lock);
+	if (is_linked(lock)) /* locked twice, or a failed init (rl_die names it) */
+		rl_die(call, lock, ALREADY_IN_TREE);
+	n = rl_seg_parts(s, lock->start, lock->last);
 	if (n == 1) {
 		struct range_lock_tree *t = rl_seg_tree(s, rl_seg_part(s, lock->start,
 								       lock->last, 0).seg);

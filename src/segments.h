@@ -26,6 +26,10 @@
 
 #define RL_SEG_MAX 256u
 
+/* The tree's second-level slot (tree->file) of a tree with segments: its
+ * segment array | RL_SEGMENTS_TAG (is_segments(), calls.h). */
+#define RL_SEGMENTS_TAG ((uintptr_t)1)
+
 /* The segment array, allocated by range_lock_tree_set_segments(); its
  * address is kept in the tree's root field. */
 struct rl_segments {

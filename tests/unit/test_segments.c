@@ -541,10 +541,12 @@ static void test_admin(void **state)
 	assert_int_equal(range_lock_tree_set_segments(&tree, 8, 4), -EBUSY);
 	assert_int_equal(dump_count(&tree, "held"), 4); /* one part per segment */
 	range_lock_init(&y, 200, 200);
-	assert_int_equal(range_lock_grow(&tree, &x, 0, 200), -ENOTSUP);
-	assert_int_equal(range_lock_shrink(&tree, &x, 0, 10), -ENOTSUP);
 	item.lock = &y;
 	item.mode = RANGE_LOCK_WRITE;
+	assert_int_equal(range_lock_grow(&tree, &x, 0, 200), -ENOTSUP);
+	assert_int_equal(range_lock_grow_try(&tree, &x, 0, 200), -ENOTSUP);
+	assert_int_equal(range_lock_many_try(&tree, &item, 1), -ENOTSUP);
+	assert_int_equal(range_lock_shrink(&tree, &x, 0, 10), -ENOTSUP);
 	deadline_in(CLOCK_MONOTONIC, 10, &ts);
 	assert_int_equal(range_lock_many_timed(&tree, &item, 1, CLOCK_MONOTONIC, &ts),
 			 -ENOTSUP);
@@ -552,6 +554,14 @@ static void test_admin(void **state)
 	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
 	range_lock_tree_reset_stats(&tree);
 	range_write_unlock(&tree, &x);
+	/* A request held through a segment's lock word makes it busy too,
+	 * even for the same geometry again. */
+	range_lock_init(&y, 3, 3);
+	range_write_lock(&tree, &y);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), -EBUSY);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 1, 0), -EBUSY);
+	range_write_unlock(&tree, &y);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), 0);
 
 	assert_int_equal(range_lock_tree_set_fast_read(&tree, 0), 0);
 	assert_int_equal(range_lock_tree_set_fifo(&tree, 1), 0);
@@ -578,6 +588,16 @@ static void test_async_refused(void **state)
 	struct range_lock_async req;
 
 	(void)state;
+	/* Submitted (held at once) before the tree got segments, unlocked:
+	 * a late cancel says it is not queued. */
+	range_lock_tree_init(&tree);
+	assert_int_equal(range_lock_async_init(&req, 0, 3, async_done, NULL), 0);
+	assert_int_equal(range_write_lock_async(&tree, &req), 0);
+	range_write_unlock(&tree, &req.lock);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 2, 2), 0);
+	assert_int_equal(range_lock_async_cancel(&tree, &req), -EALREADY);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
 	seg_tree(&tree, 2, 2, false);
 	async_tree = &tree;
 	assert_int_equal(range_lock_async_init(&req, 0, 3, async_done, NULL), 0);
