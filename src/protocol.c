@@ -18,6 +18,8 @@
  *                 claims, the give-up path and cancellation (waiting.h)
  *   async.c       asynchronous requests: the completion queue, withdrawal,
  *                 submission
+ *   segments.c    segmented trees: a tree split into segments (each a tree
+ *                 of its own), the calls' dispatch, spanning requests
  *   tree_admin.c  init, destroy, set_fifo, set_fast_read, set_file, versions
  *   stats.c       statistics and the dump (stats.h)
  *   thread_id.c   the thread-id cache (thread_id.h)

@@ -11,9 +11,15 @@
  * range_lock_tree, on its own 128-byte block): its lock word, internal
  * lock, interval tree, seqnum counter, counts, fast-read bias and word
  * mode are those of sections 1-13 of the design, unchanged.  The user's
- * tree becomes a gate: its lock word holds TL_SEGMENTED for ever (so every
- * fast path on it fails and the calls dispatch here on their slow paths),
- * its root the segment array.
+ * tree becomes a gate, only READ by the calls: its second-level slot
+ * (tree->file, a bound tree's file otherwise) holds the segment array
+ * tagged RL_SEGMENTS_TAG, and every public call already tests that slot
+ * for NULL before its fast path, so it comes here from there, at no cost
+ * to trees without segments (calls.c, is_segments()); writing nothing in
+ * the user's tree keeps its line shared in every cache.  Its root holds
+ * the array too, its flags RL_TREE_SEGMENTED (for the calls off the hot
+ * path), and its lock word TL_SEGMENTED: a call that reached tree_lock()
+ * on it anyway aborts (tree_lock_acquire_slow()).
  *
  *  - A request whose range lies in one stripe -- or in several stripes of
  *    one segment, impossible unless S = 1 -- lies in ONE segment: the
@@ -57,9 +63,10 @@
  * unlock, which also releases the parts one segment at a time, ascending.
  *
  * WHO WRITES WHAT
- *   the user's tree: lock_word, root (the segment array), flags
- *       (RL_TREE_SEGMENTED and the policy bits): only set_segments() and
- *       destroy, which need a tree nobody else uses; read by every call.
+ *   the user's tree: lock_word, root and file (the segment array), flags
+ *       (RL_TREE_SEGMENTED and the policy bits): only set_segments(),
+ *       destroy and the setters, which need a tree nobody else uses (the
+ *       setters: flags only); read by every call (file: relaxed loads).
  *   a segment's tree: as any tree (protocol.c), under its own lock.
  *       Its flags also hold its index + 1 in bits 4..12 (constant), so
  *       that the checking mode can name the user's tree.
