@@ -252,7 +252,7 @@ static void run_torture(unsigned segments, unsigned shift, bool fifo, unsigned s
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
 	assert_int_equal(atomic_load(&t.violations), 0);
-	assert_true(atomic_load(&t.locked) > THREADS * t.iterations / 2);
+	assert_true(atomic_load(&t.locked) > (long)(THREADS * t.iterations / 2));
 	assert_int_equal(range_lock_tree_destroy(&t.tree), 0);
 }
 
