@@ -75,6 +75,10 @@ enum lock_kind {
 	/* 64 pthread_rwlock_t stripes of the key space (--targets=segments
 	 * only: lk_lock() does not know it). */
 	LK_STRIPED,
+	/* The default and FIFO trees split into 64 segments by stripes of
+	 * 2^14 units (range_lock_tree_set_segments(); --targets=segments). */
+	LK_RANGE_SEG,
+	LK_RANGE_FIFO_SEG,
 	LK_COUNT
 };
 
@@ -84,7 +88,7 @@ extern const char *const lk_short[LK_COUNT]; /* "range", ... (table) */
 static inline bool lk_is_range(enum lock_kind k)
 {
 	return k == LK_RANGE || k == LK_RANGE_FIFO || k == LK_RANGE_NOFAST ||
-	       k == LK_RANGE_FIFO_NOFAST;
+	       k == LK_RANGE_FIFO_NOFAST || k == LK_RANGE_SEG || k == LK_RANGE_FIFO_SEG;
 }
 
 static inline bool lk_is_nofast(enum lock_kind k)
@@ -120,6 +124,8 @@ static inline void lk_lock(struct lockset *ls, enum lock_kind kind, bool write,
 	case LK_RANGE_FIFO:
 	case LK_RANGE_NOFAST:
 	case LK_RANGE_FIFO_NOFAST:
+	case LK_RANGE_SEG:
+	case LK_RANGE_FIFO_SEG:
 		if (write)
 			range_write_lock(&ls->tree, req);
 		else
@@ -148,6 +154,8 @@ static inline void lk_unlock(struct lockset *ls, enum lock_kind kind, bool write
 	case LK_RANGE_FIFO:
 	case LK_RANGE_NOFAST:
 	case LK_RANGE_FIFO_NOFAST:
+	case LK_RANGE_SEG:
+	case LK_RANGE_FIFO_SEG:
 		if (write)
 			range_write_unlock(&ls->tree, req);
 		else

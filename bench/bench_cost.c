@@ -32,6 +32,8 @@ static double uncontended_ns(enum lock_kind kind, bool write, uint64_t iters)
 	case LK_RANGE_FIFO:
 	case LK_RANGE_NOFAST:
 	case LK_RANGE_FIFO_NOFAST:
+	case LK_RANGE_SEG:
+	case LK_RANGE_FIFO_SEG:
 		if (write)
 			for (uint64_t i = 0; i < iters; i++) {
 				range_write_lock(&ls->tree, &req);

@@ -411,8 +411,17 @@ static void print_target_rows(FILE *out, const char *table, enum lock_kind k,
 
 static const char *policy_title(enum lock_kind k)
 {
-	return k == LK_RANGE_FIFO ? "FIFO tree (range_lock_tree_set_fifo)"
-				  : "default policy";
+	switch (k) {
+	case LK_RANGE_FIFO:
+		return "FIFO tree (range_lock_tree_set_fifo)";
+	case LK_RANGE_SEG:
+		return "default policy, 64 segments by stripes of 2^14 units "
+		       "(range_lock_tree_set_segments)";
+	case LK_RANGE_FIFO_SEG:
+		return "FIFO tree, 64 segments by stripes of 2^14 units";
+	default:
+		return "default policy";
+	}
 }
 
 void print_target_tables(FILE *out, const char *table, const enum lock_kind *rk, int nrk,

@@ -3,9 +3,10 @@
  * rangelock-bench --targets=segments: requests that conflict with nothing.
  * The scenarios by which a tree whose key space is split into segments (so
  * that requests on different ranges share no internal lock and write no
- * common cache line) is to be judged, measured on today's library.  Every
- * number printed is measured in this run; the program measures, it does
- * not judge (a miss is not a failure).
+ * common cache line; range_lock_tree_set_segments()) is judged, against the
+ * same tree without segments (the "before").  Every number printed is
+ * measured in this run; the program measures, it does not judge (a miss is
+ * not a failure).
  *
  * The key space: units [0, SEG_UNITS - 1] = [0, 2^20 - 1] (1M units); every
  * range is SEG_LEN = 64 units long.
@@ -19,7 +20,11 @@
  * other): more threads than CPUs on small machines.
  *
  * The locks, alternating in every repetition:
- *  - librangelock, default policy, and the FIFO tree (--policy);
+ *  - librangelock, default policy, and the FIFO tree (--policy), without
+ *    segments;
+ *  - the same trees with 64 segments by stripes of 2^14 units
+ *    (LK_RANGE_SEG, LK_RANGE_FIFO_SEG): the geometry of the striped locks
+ *    below, so that both split the key space alike;
  *  - 64 striped pthread_rwlocks (LK_STRIPED), the hand-made range lock a
  *    careful user would build for this key space: unit u belongs to stripe
  *    u / 16384 (contiguous blocks of 2^20 / 64 units; as the key space is
@@ -88,7 +93,7 @@ static const struct seg_scenario scen[S_COUNT] = {
 };
 
 #define MAX_SEG_THREADS 8
-#define MAX_SEG_KINDS   5
+#define MAX_SEG_KINDS   7
 static int tcount[MAX_SEG_THREADS], ntcount;
 static enum lock_kind kinds[MAX_SEG_KINDS];
 static int nkinds;
@@ -147,6 +152,8 @@ static inline void seg_lock(struct seg_run *r, struct range_lock *req, uint64_t 
 	switch (r->kind) {
 	case LK_RANGE:
 	case LK_RANGE_FIFO:
+	case LK_RANGE_SEG:
+	case LK_RANGE_FIFO_SEG:
 		if (write)
 			range_write_lock(&r->ls->tree, req);
 		else
@@ -178,6 +185,8 @@ static inline void seg_unlock(struct seg_run *r, struct range_lock *req, uint64_
 	switch (r->kind) {
 	case LK_RANGE:
 	case LK_RANGE_FIFO:
+	case LK_RANGE_SEG:
+	case LK_RANGE_FIFO_SEG:
 		if (write)
 			range_write_unlock(&r->ls->tree, req);
 		else
@@ -539,8 +548,9 @@ static void measure_seg_point(int si, int t)
 
 static void target_rows(enum lock_kind k)
 {
-	/* targets are the default policy's; the FIFO tree's rows report */
-	const bool rep = k != LK_RANGE;
+	/* targets are the segmented default tree's; the others' rows report
+	 * (the trees without segments are the "before") */
+	const bool rep = k != LK_RANGE_SEG;
 	const struct row_ctx cs = { "segments", k, "striped: ", rep, true };
 	const struct row_ctx cr = { "segments", k, "rwlock: ", rep, false };
 	const struct row_ctx cn = { "segments", k, "no lock: ", rep, false };
@@ -646,7 +656,7 @@ static void print_detail(FILE *out)
 
 void run_targets_segments(FILE *out)
 {
-	enum lock_kind rk[2];
+	enum lock_kind rk[4];
 	int nrk = range_kinds(rk), cf;
 
 	if (!nrk) {
@@ -663,6 +673,12 @@ void run_targets_segments(FILE *out)
 	add_thread_count(2 * ncpus);
 	nkinds = 0;
 	for (int p = 0; p < nrk; p++)
+		kinds[nkinds++] = rk[p];
+	/* ... and each of them split into segments, geometry as the stripes */
+	for (int p = nrk; p-- > 0;)
+		rk[nrk + p] = rk[p] == LK_RANGE_FIFO ? LK_RANGE_FIFO_SEG : LK_RANGE_SEG;
+	nrk *= 2;
+	for (int p = nrk / 2; p < nrk; p++)
 		kinds[nkinds++] = rk[p];
 	kinds[nkinds++] = LK_STRIPED;
 	kinds[nkinds++] = LK_RW;
@@ -697,7 +713,7 @@ void run_targets_segments(FILE *out)
 	fprintf(out, "values: median [min..max] over the repetitions; value: ratio of the "
 		"medians; spread: min..max of the per-repetition paired ratios;\n  runq: "
 		"median/max %% of the measuring threads' time spent waiting for a CPU; "
-		"targets apply to the default policy (FIFO: met? '-')\n");
+		"targets apply to the default policy with segments (the others: met? '-')\n");
 	fprintf(out, "checks: counted pass (%u ops per thread, fixed seeds, 2 and 8 threads, "
 		"every lock, shadowed, random ranges dense): %s;\n  timed runs %s\n\n",
 		opt.quick ? COUNT_OPS : 4 * COUNT_OPS,

@@ -30,18 +30,20 @@ const char *const lk_name[LK_COUNT] = {
 	"librangelock", "pthread_rwlock", "pthread_rwlock_wp",
 	"pthread_mutex", "ofd_lock", "none", "librangelock_fifo",
 	"librangelock_nofast", "librangelock_fifo_nofast", "pthread_rwlock_striped64",
+	"librangelock_seg64", "librangelock_fifo_seg64",
 };
 /* Short names for the seed-shaped table ("rwsem-2thr", "range-2thr"). */
 const char *const lk_short[LK_COUNT] = {
 	"range", "rwlock", "rwlock-wp", "mutex", "ofd", "nolock", "range-fifo",
-	"range-nofast", "range-fifo-nofast", "striped64",
+	"range-nofast", "range-fifo-nofast", "striped64", "range-seg64", "range-fifo-seg64",
 };
 
 const char *lk_policy(enum lock_kind k)
 {
-	if (k == LK_RANGE || k == LK_RANGE_NOFAST)
+	if (k == LK_RANGE || k == LK_RANGE_NOFAST || k == LK_RANGE_SEG)
 		return "default";
-	return k == LK_RANGE_FIFO || k == LK_RANGE_FIFO_NOFAST ? "fifo" : "";
+	return k == LK_RANGE_FIFO || k == LK_RANGE_FIFO_NOFAST ||
+	       k == LK_RANGE_FIFO_SEG ? "fifo" : "";
 }
 
 struct lockset *lockset_new(enum lock_kind kind)
@@ -56,8 +58,15 @@ struct lockset *lockset_new(enum lock_kind kind)
 	memset(ls, 0, sizeof(*ls));
 	range_lock_tree_init(&ls->tree);
 	if (range_lock_tree_set_fifo(&ls->tree, kind == LK_RANGE_FIFO ||
-					       kind == LK_RANGE_FIFO_NOFAST) != 0) {
+					       kind == LK_RANGE_FIFO_NOFAST ||
+					       kind == LK_RANGE_FIFO_SEG) != 0) {
 		fprintf(stderr, "rangelock-bench: range_lock_tree_set_fifo failed\n");
+		exit(2);
+	}
+	/* The segmented kinds: 64 segments, stripes of 2^14 units. */
+	if ((kind == LK_RANGE_SEG || kind == LK_RANGE_FIFO_SEG) &&
+	    range_lock_tree_set_segments(&ls->tree, 64, 14) != 0) {
+		fprintf(stderr, "rangelock-bench: range_lock_tree_set_segments failed\n");
 		exit(2);
 	}
 	/* The fast-read-off kinds: every read through the internal lock. */

@@ -163,6 +163,8 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 		rl_die("range_lock_async_cancel", lock,
 		       req->tree_ ? "request was submitted to another tree"
 				  : "request was not submitted asynchronously (or was withdrawn)");
+	if (tree_is_segmented(tree))
+		return -EALREADY; /* given segments since: nothing is queued there */
 	wl.n = 0;
 	tree_lock(tree);
 	if (!is_async(lock)) {
@@ -234,8 +236,12 @@ static int lock_async(const char *call, struct range_lock_tree *tree,
 	if (!req->done)
 		rl_die(call, &req->lock, "asynchronous request has no completion "
 		       "(range_lock_async_init())");
-	if (file_range_bad(call, tree, &req->lock, true))
-		return -EINVAL;
+	if (__builtin_expect(file_of(tree) != NULL, 0)) {
+		if (is_segments(file_of(tree)))
+			return -ENOTSUP; /* not on a tree with segments yet */
+		if (file_range_bad(call, tree, &req->lock, true))
+			return -EINVAL;
+	}
 	r = lock_async_local(call, tree, req, reader);
 	if (r == 0 && __builtin_expect(file_of(tree) != NULL, 0) &&
 	    rl_file_acquire(call, tree, &req->lock, reader, NULL, RL_FILE_TRY))

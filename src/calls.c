@@ -118,10 +118,16 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 		[WAIT_KILLABLE] = RL_FILE_KILLABLE,
 		[WAIT_TIMED] = RL_FILE_TIMED,
 	};
+	struct range_lock_file *f = tree ? file_of(tree) : NULL;
 	int r;
 
-	if (file_range_bad(call, tree, lock, w->kind != WAIT_PLAIN))
-		return -EINVAL;
+	if (__builtin_expect(f != NULL, 0)) {
+		if (is_segments(f)) /* a tree with segments (segments.c) */
+			return rl_seg_lock(call, tree, lock, reader, w, subclass,
+					   CHECKS_SITE(site));
+		if (file_range_bad(call, tree, lock, w->kind != WAIT_PLAIN))
+			return -EINVAL;
+	}
 	r = lock_common(call, tree, lock, reader, w, subclass, site);
 	if (__builtin_expect(r == 0 && file_of(tree) != NULL, 0))
 		r = rl_file_acquire(call, tree, lock, reader, w, kinds[w->kind]);
@@ -310,7 +316,14 @@ static inline __attribute__((always_inline)) int
 trylock_two_levels(const char *call, struct range_lock_tree *tree,
 		   struct range_lock *lock, bool reader, void *site)
 {
-	file_range_bad(call, tree, lock, false);
+	struct range_lock_file *f = tree ? file_of(tree) : NULL;
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (is_segments(f)) /* a tree with segments (segments.c) */
+			return rl_seg_lock(call, tree, lock, reader, NULL, 0,
+					   CHECKS_SITE(site));
+		file_range_bad(call, tree, lock, false);
+	}
 	if (!trylock_common(call, tree, lock, reader, site))
 		return 0;
 	if (__builtin_expect(file_of(tree) != NULL, 0) &&
@@ -327,6 +340,25 @@ int range_read_trylock(struct range_lock_tree *tree, struct range_lock *lock)
 int range_write_trylock(struct range_lock_tree *tree, struct range_lock *lock)
 {
 	return trylock_two_levels("range_write_trylock", tree, lock, false, CALLER);
+}
+
+/* The one-range calls on a segment's tree (segments.c): out of line. */
+int rl_lock_in(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+	       bool reader, struct waiter *w, int subclass, void *site)
+{
+	return lock_common(call, tree, lock, reader, w, subclass, site);
+}
+
+int rl_trylock_in(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+		  bool reader, void *site)
+{
+	return trylock_common(call, tree, lock, reader, site);
+}
+
+void rl_unlock_in(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+		  bool reader)
+{
+	unlock_common(call, tree, lock, reader);
 }
 
 /* ---- release (check_held(): protocol.h; downgrade: protocol.c) -------- */
@@ -368,12 +400,12 @@ void rl_unlock_local(const char *call, struct range_lock_tree *tree,
 
 void range_read_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	file_release(tree, lock, true);
-	unlock_common("range_read_unlock", tree, lock, true);
+	if (!file_release("range_read_unlock", tree, lock, true))
+		unlock_common("range_read_unlock", tree, lock, true);
 }
 
 void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	file_release(tree, lock, false);
-	unlock_common("range_write_unlock", tree, lock, false);
+	if (!file_release("range_write_unlock", tree, lock, false))
+		unlock_common("range_write_unlock", tree, lock, false);
 }

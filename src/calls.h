@@ -32,6 +32,7 @@
 #include "tree_lock.h"
 #include "waiting.h"
 #include "word_mode.h"
+#include "segments.h"
 
 /* ---- entry ------------------------------------------------------------ */
 
@@ -91,6 +92,8 @@ enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY };
  * trylock).  Returns ENTER_HELD (@lock holds its range through the word),
  * ENTER_BUSY (trylock: a lock call would wait on the word), ENTER_TREE
  * (tree_lock is held: go on in the tree), or a timed word wait's error.
+ * (A tree with segments never gets here: the public calls send it to
+ * segments.c first, see is_segments().)
  */
 static inline __attribute__((always_inline)) int
 enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
@@ -214,6 +217,18 @@ insert_scanned(struct range_lock_tree *tree, struct range_lock *lock, bool reade
 	return blockers;
 }
 
+/*
+ * The tree's second-level slot (tree->file) is NULL, a bound tree's file
+ * state, or a tree with segments' segment array tagged RL_SEGMENTS_TAG
+ * (segments.h).  Every public call already tests the slot for NULL before
+ * its fast path (a bound tree's hooks), so a tree with segments is sent to
+ * segments.c at no cost to the others.
+ */
+static inline bool is_segments(const struct range_lock_file *f)
+{
+	return ((uintptr_t)f & RL_SEGMENTS_TAG) != 0;
+}
+
 /* A bound tree takes only ranges that fit off_t: -EINVAL, or abort for the
  * calls that cannot return it (the plain calls, trylock). */
 static inline bool file_range_bad(const char *call, struct range_lock_tree *tree,
@@ -228,6 +243,13 @@ static inline bool file_range_bad(const char *call, struct range_lock_tree *tree
 }
 
 #define CALLER __builtin_return_address(0)
+/* The call site, for the checking mode only: read early on a path that
+ * does not need it, it would cost the others a load. */
+#if RANGELOCK_CHECKS
+#define CHECKS_SITE(site) (site)
+#else
+#define CHECKS_SITE(site) NULL
+#endif
 
 /* calls.c: the second level's hooks (a tree bound to a file).  After a
  * local grant, take the OFD lock (or unlock locally and fail); unlock a
@@ -315,13 +337,21 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 }
 
 /* Before the local unlock: the file state lives while the request is in
- * the tree (set_file and destroy free it only when the tree is empty). */
-static inline void file_release(struct range_lock_tree *tree, struct range_lock *lock,
-				bool reader)
+ * the tree (set_file and destroy free it only when the tree is empty).
+ * A tree with segments (is_segments()) is unlocked here, in its segments:
+ * true, the caller has nothing more to do. */
+static inline bool file_release(const char *call, struct range_lock_tree *tree,
+				struct range_lock *lock, bool reader)
 {
 	struct range_lock_file *f = tree && lock ? file_of(tree) : NULL;
 
-	if (__builtin_expect(f != NULL, 0))
+	if (__builtin_expect(f != NULL, 0)) {
+		if (is_segments(f)) {
+			rl_seg_unlock(call, tree, lock, reader);
+			return true;
+		}
 		rl_file_unlock(f, lock->start, lock->last, reader);
+	}
+	return false;
 }
 #endif /* RANGELOCK_CALLS_H */

@@ -17,6 +17,7 @@
 #include "interval_tree.h"
 #include "pin.h"
 #include "protocol.h"
+#include "segments.h"
 #include "thread_id.h"
 
 /* ---- the whole-tree invariant ----------------------------------------- */
@@ -269,7 +270,7 @@ void rl_check_self_deadlock(const struct range_lock_tree *tree,
 		struct hold *h = &holds[i];
 		bool direct;
 
-		if (h->tid != me || h->tree != tree)
+		if (h->tid != me || h->tree != rl_seg_user_tree(tree))
 			continue;
 		direct = h->last >= lock->start && h->start <= lock->last &&
 			 conflicting(reader, is_reader(h->lock));
@@ -307,9 +308,11 @@ static struct order_edge *find_edge(const struct range_lock_tree *from, int fs,
 	return NULL;
 }
 
-void rl_check_acquired(struct range_lock_tree *tree, struct range_lock *lock,
+void rl_check_acquired(struct range_lock_tree *seg_or_tree, struct range_lock *lock,
 		       int subclass, void *site)
 {
+	/* A segment of a segmented tree is its user's tree here. */
+	const struct range_lock_tree *tree = rl_seg_user_tree(seg_or_tree);
 	uint32_t me = rl_thread_id();
 
 	pthread_once(&exit_key_once.once, make_exit_key);
@@ -368,6 +371,7 @@ void rl_check_acquired(struct range_lock_tree *tree, struct range_lock *lock,
 void rl_check_released(const struct range_lock_tree *tree,
 		       const struct range_lock *lock)
 {
+	tree = rl_seg_user_tree(tree);
 	int cancel_state = registry_enter();
 	for (size_t i = 0; i < nr_holds; i++) {
 		if (holds[i].tree == tree && holds[i].lock == lock) {
@@ -381,6 +385,7 @@ void rl_check_released(const struct range_lock_tree *tree,
 void rl_check_resized(const struct range_lock_tree *tree,
 		      const struct range_lock *lock)
 {
+	tree = rl_seg_user_tree(tree);
 	int cancel_state = registry_enter();
 	for (size_t i = 0; i < nr_holds; i++) {
 		if (holds[i].tree == tree && holds[i].lock == lock) {

@@ -34,6 +34,8 @@ int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 	bool reader;
 
 	check_args("range_lock_shrink", tree, lock);
+	if (tree_is_segmented(tree))
+		return -ENOTSUP;
 	wl.n = 0;
 	tree_lock(tree);
 	reader = held_in_tree("range_lock_shrink", tree, lock);
@@ -140,6 +142,8 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 
 	(void)site;
 	check_args(call, tree, lock);
+	if (tree_is_segmented(tree))
+		return -ENOTSUP;
 	wl.n = 0;
 	tree_lock(tree);
 	reader = held_in_tree(call, tree, lock);
@@ -266,5 +270,5 @@ int range_lock_grow_try(struct range_lock_tree *tree, struct range_lock *lock,
 {
 	int r = grow_common("range_lock_grow_try", tree, lock, start, last, NULL, CALLER);
 
-	return r == -EINVAL ? r : r == 0;
+	return r == -EINVAL || r == -ENOTSUP ? r : r == 0;
 }

@@ -18,6 +18,8 @@
  *                 claims, the give-up path and cancellation (waiting.h)
  *   async.c       asynchronous requests: the completion queue, withdrawal,
  *                 submission
+ *   segments.c    segmented trees: a tree split into segments (each a tree
+ *                 of its own), the calls' dispatch, spanning requests
  *   tree_admin.c  init, destroy, set_fifo, set_fast_read, set_file, versions
  *   stats.c       statistics and the dump (stats.h)
  *   thread_id.c   the thread-id cache (thread_id.h)
@@ -231,6 +233,7 @@
 #include "file_lock.h"
 #include "interval_tree.h"
 #include "protocol.h"
+#include "segments.h"
 #include "stats.h"
 #include "tree_lock.h"
 
@@ -801,6 +804,10 @@ void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock
 	struct range_lock *n;
 
 	check_args("range_downgrade_write", tree, lock);
+	if (__builtin_expect(tree_is_segmented(tree), 0)) {
+		rl_seg_downgrade(tree, lock);
+		return;
+	}
 	/* A read held fast is in no tree (its slot holds it): name the misuse,
 	 * as check_held() does for a read held in the tree, rather than "not
 	 * in this tree".  The tag is the request's own, never written by a

@@ -220,6 +220,11 @@ static int lock_many_two_levels(const char *call, struct range_lock_tree *tree,
 	int r;
 
 	if (tree && file_of(tree)) {
+		if (is_segments(file_of(tree))) { /* not on a tree with segments yet */
+			if (w && w->kind == WAIT_PLAIN)
+				rl_seg_unsupported(call); /* void: cannot say */
+			return -ENOTSUP;
+		}
 		check_items(call, tree, items, n);
 		check_items_file(call, items, n);
 	}
@@ -270,7 +275,9 @@ int range_lock_many_timed(struct range_lock_tree *tree, const struct range_lock_
 int range_lock_many_try(struct range_lock_tree *tree, const struct range_lock_item *items,
 			unsigned n)
 {
-	return lock_many_two_levels("range_lock_many_try", tree, items, n, NULL, CALLER) == 0;
+	int r = lock_many_two_levels("range_lock_many_try", tree, items, n, NULL, CALLER);
+
+	return r == -ENOTSUP ? r : r == 0;
 }
 
 /* Unlock at the local level only, with one hold of tree_lock for all.
@@ -315,9 +322,19 @@ static void unlock_many_local(struct range_lock_tree *tree,
 void range_unlock_many(struct range_lock_tree *tree, const struct range_lock_item *items,
 		       unsigned n)
 {
+	struct range_lock_file *f;
+
 	if (!tree || (n && !items))
 		rl_die("range_unlock_many", NULL, "NULL tree or set");
-	for (unsigned i = 0; i < n; i++)
-		file_release(tree, items[i].lock, items[i].mode == RANGE_LOCK_READ);
+	f = file_of(tree);
+	if (__builtin_expect(f != NULL, 0)) {
+		if (is_segments(f)) /* no set is ever held there */
+			rl_seg_unsupported("range_unlock_many");
+		/* Before the local unlock: see file_release(). */
+		for (unsigned i = 0; i < n; i++)
+			if (items[i].lock)
+				rl_file_unlock(f, items[i].lock->start, items[i].lock->last,
+					       items[i].mode == RANGE_LOCK_READ);
+	}
 	unlock_many_local(tree, items, n);
 }

@@ -16,6 +16,7 @@
 #include "fast_read.h"
 #include "interval_tree.h"
 #include "protocol.h"
+#include "segments.h"
 #include "stats.h"
 
 /* ---- enable, get, reset and dump ----------------------------------- */
@@ -58,6 +59,8 @@ int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 
 	if (!tree || !storage)
 		return -EINVAL;
+	if (tree_is_segmented(tree))
+		return -ENOTSUP;
 	tree_lock(tree);
 	if (tree->stats && tree->stats != storage) {
 		r = -EBUSY;
@@ -85,6 +88,10 @@ int range_lock_tree_get_stats(struct range_lock_tree *tree,
 
 	if (!tree || !out)
 		return -EINVAL;
+	if (tree_is_segmented(tree)) { /* statistics are never on there */
+		memset(out, 0, sizeof(*out));
+		return -ENODATA;
+	}
 	tree_lock(tree);
 	if (!tree->stats) {
 		tree_unlock(tree);
@@ -102,6 +109,8 @@ void range_lock_tree_reset_stats(struct range_lock_tree *tree)
 {
 	if (!tree)
 		rl_die("range_lock_tree_reset_stats", NULL, "NULL tree");
+	if (tree_is_segmented(tree))
+		return;
 	tree_lock(tree);
 	if (tree->stats) {
 		stats_zero(tree->stats);
@@ -119,6 +128,10 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 
 	if (!tree || !out)
 		rl_die("range_lock_tree_dump", NULL, "NULL tree or stream");
+	if (tree_is_segmented(tree)) {
+		rl_seg_dump(tree, out);
+		return;
+	}
 	/* fprintf() is a cancellation point: never be cancelled holding
 	 * tree_lock. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);

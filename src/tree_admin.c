@@ -12,6 +12,7 @@
 
 #include "file_lock.h"
 #include "protocol.h"
+#include "segments.h"
 #include "tree_lock.h"
 
 /* ---- setup ------------------------------------------------------------ */
@@ -29,6 +30,8 @@ int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo)
 
 	if (!tree)
 		rl_die("range_lock_tree_set_fifo", NULL, "NULL tree");
+	if (tree_is_segmented(tree))
+		return rl_seg_set_flag(tree, RANGE_LOCK_TREE_FLAG_FIFO, fifo, true);
 	tree_lock(tree);
 	revoke_fast_readers(tree); /* fast readers are requests too */
 	busy = tree->root != NULL;
@@ -46,6 +49,8 @@ int range_lock_tree_set_fast_read(struct range_lock_tree *tree, int on)
 {
 	if (!tree)
 		rl_die("range_lock_tree_set_fast_read", NULL, "NULL tree");
+	if (tree_is_segmented(tree))
+		return rl_seg_set_flag(tree, RANGE_LOCK_TREE_FLAG_NO_FAST_READ, !on, false);
 	tree_lock(tree);
 	revoke_fast_readers(tree);
 	if (on)
@@ -63,6 +68,8 @@ int range_lock_tree_destroy(struct range_lock_tree *tree)
 
 	if (!tree)
 		rl_die("range_lock_tree_destroy", NULL, "NULL tree");
+	if (tree_is_segmented(tree))
+		return rl_seg_destroy(tree); /* frees the segments */
 	tree_lock(tree);
 	revoke_fast_readers(tree); /* a fast reader makes the tree busy */
 	busy = tree->root != NULL;
@@ -83,6 +90,8 @@ int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
 
 	if (!tree)
 		rl_die("range_lock_tree_set_file", NULL, "NULL tree");
+	if (tree_is_segmented(tree))
+		return -ENOTSUP;
 	r = rl_file_open(&f, fd); /* system calls: outside tree_lock */
 	if (r)
 		return r;

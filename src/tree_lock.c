@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The slow path of the internal tree lock; see tree_lock.h. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "tree_lock.h"
 
 /* Spin iterations before sleeping; the lock is held for a tree walk, well
@@ -17,6 +20,13 @@ uintptr_t tree_lock_acquire_slow(tree_word_t *word)
 	for (int spins = 0;;) {
 		uintptr_t w = atomic_load_explicit(word, memory_order_relaxed);
 
+		if (__builtin_expect(w == TL_SEGMENTED, 0)) {
+			/* segments.h: a segmented tree's own word is a gate. */
+			fputs("librangelock: a tree got segments while a call used it "
+			      "(range_lock_tree_set_segments() needs a tree that "
+			      "nobody uses), or a call does not know segments\n", stderr);
+			abort();
+		}
 		if (tl_is_fast(w)) {
 			/* A fast holder: displace it; the caller materialises it. */
 			if (atomic_compare_exchange_weak_explicit(

@@ -29,6 +29,14 @@
  *                        (request -> handed) and that waiter (pick-up,
  *                        withdrawal), only a displacer changes a hand-off or
  *                        handed value.
+ *   TL_SEGMENTED         the tree has segments (segments.h), for ever until
+ *                        destroyed: not 0, not TL_NONEMPTY, no fast value,
+ *                        so every fast path on the tree itself fails and the
+ *                        calls notice the segments on their slow paths only
+ *                        (nothing is added to the uncontended calls of a
+ *                        tree without them); its low half is never the
+ *                        sleepers value 3.  tree_lock() is never taken on
+ *                        it: the slow path aborts if it is.
  *
  * The fast path: lock = CAS(0 -> request|TL_FAST_x), unlock = CAS back to 0:
  * two atomic operations in all, as for pthread_rwlock.  Whoever takes the
@@ -77,6 +85,7 @@
 #define TL_HANDOFF_W ((uintptr_t)1)   /* with a waiter: the holder writes */
 #define TL_HANDOFF_R ((uintptr_t)4)   /* with a waiter: the holder reads */
 #define TL_HANDED    ((uintptr_t)0)   /* with a waiter: handed to it */
+#define TL_SEGMENTED ((uintptr_t)2)   /* alone: a segmented tree's gate */
 
 /* Does @w hold a fast value (a request pointer with a code)?  The holder
  * of the tree then is that request, or for a hand-off value its rb_left. */

@@ -407,8 +407,10 @@ static int wait_loop(struct waiter *w)
 		if (r < 0) {
 			enum give_up why = r == -EINTR ? GIVE_UP_SIGNAL : GIVE_UP_TIMEOUT;
 
-			if (w->items ? withdraw_group(w, why) : withdraw_request(w, why))
+			if (w->items ? withdraw_group(w, why) : withdraw_request(w, why)) {
+				w->kept_after = r;
 				return 0;
+			}
 			return r;
 		}
 		/* Any return means "look again" (FUTEX-RULES rule 4); after a

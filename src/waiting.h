@@ -53,6 +53,10 @@ struct waiter {
 	const struct range_lock_item *items;
 	unsigned n;
 	struct growth *growth;
+	/* Set by a give-up that found the request granted and kept it
+	 * (-EINTR or -ETIMEDOUT; the call returned 0): read only by a
+	 * spanning request (segments.c), which clears it before each wait. */
+	int kept_after;
 };
 
 /* Only the fields a lock call reads before it waits: the others are set by

@@ -134,7 +134,8 @@ if have clang && [ -e /usr/lib32/libc.so ]; then
 	if ! /lib/ld-linux.so.2 --version >/dev/null 2>&1; then
 		# No ia32 emulation in this kernel: tests/run-i386.sh uses
 		# qemu-i386, whose signal delivery reports EINTR with no handler
-		# run, so the torture's interruptible mixes are left out there.
+		# run, so the torture's interruptible mixes are left out there
+		# (the i386 preset's segments torture has no interruptible calls).
 		if wanted i386 || wanted i386-time64; then
 			echo
 			echo "=== i386: no ia32 emulation here: under qemu-i386, without" \

@@ -124,6 +124,11 @@
  *     -ENOENT, -EACCES, -EMFILE, -ENFILE, -ENOMEM:
  *      range_lock_tree_set_file(), when the first bind of a file cannot
  *      reopen it.
+ *     -ENOTSUP: a call that a tree with segments does not support yet
+ *      (range_lock_tree_set_segments() lists them).
+ *     -ENOMEM: range_lock_tree_set_segments(), and on a tree with
+ *      segments the lock calls that can fail, for a range that spans
+ *      segments.
  *  - Misuse that the void calls cannot report (unlocking a request that is
  *    not held in this tree, unlocking with the wrong mode, downgrading a read
  *    lock, locking a request that is already in a tree, any call on a
@@ -254,9 +259,9 @@ extern "C" {
 /* The version of this header (since 0.1); rangelock_version() gives the
  * library's. */
 #define RANGELOCK_VERSION_MAJOR 0
-#define RANGELOCK_VERSION_MINOR 3
+#define RANGELOCK_VERSION_MINOR 4
 #define RANGELOCK_VERSION_PATCH 0
-#define RANGELOCK_VERSION_STRING "0.3.0"
+#define RANGELOCK_VERSION_STRING "0.4.0"
 
 /**
  * RANGE_LOCK_FULL - the last unit of every resource.
@@ -511,6 +516,65 @@ RANGELOCK_API int range_lock_tree_set_fast_read(struct range_lock_tree *tree, in
 RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd);
 
 /**
+ * range_lock_tree_set_segments() - split the tree's key space into segments,
+ * so that requests on different ranges share no lock and no cache line.
+ * @tree:         the tree; it must be empty, and no other call may run on it
+ *                meanwhile (as for range_lock_tree_init()).
+ * @segments:     S, a power of two from 1 to 256; 1 (the default of every
+ *                tree) means no segments: the tree as in earlier releases.
+ * @stripe_shift: k, 0 to 63: units are dealt out in stripes of 2^k units,
+ *                stripe t (units t * 2^k to (t + 1) * 2^k - 1) to segment
+ *                t mod S.
+ *
+ * Without segments every lock and unlock that cannot use the tree's lock
+ * word or a fast-read slot takes the tree's one internal lock and writes its
+ * cache lines, so requests on disjoint ranges still serialise on them.  With
+ * segments each segment is a tree of its own (internal lock, interval tree,
+ * lock word, fast reads, word mode), and a request whose range lies within
+ * one stripe runs in its segment alone: requests in different segments run
+ * in parallel without touching a common line.  A request that meets several
+ * stripes SPANS their segments: it enters all of them as one arrival (their
+ * internal locks taken in ascending order and held together) and holds its
+ * range when every segment has granted its part.  Exclusion is exact (no
+ * false conflict across boundaries); both policies hold for every pair of
+ * intersecting requests (FIFO: arrival order; default: the same bounded
+ * overtaking, except that a spanning request never overtakes and is never
+ * overtaken, as if it had waited past the hand-off bound from the start).
+ *
+ * Choosing: make 2^k at least the size of a typical request, so that few
+ * requests span (a spanning lock costs a malloc() of its parts and one
+ * internal-lock acquisition per segment it meets; a whole-resource request
+ * meets all S), and S about the number of threads that lock at once, or
+ * more (two requests in one segment share its lines as on a tree without
+ * segments).  For byte ranges of a file, k = 16..21 (64 KiB to 2 MiB); for
+ * page numbers, k = 4..9.  Whole-resource writers are fastest on a tree
+ * without segments (word mode).
+ *
+ * On a tree with segments: the lock, trylock, unlock and downgrade calls,
+ * range_lock_tree_set_fifo(), range_lock_tree_set_fast_read(), the dump and
+ * destroy work as documented.  Not supported yet: sets (range_lock_many()
+ * and range_unlock_many() abort with a message, the other forms return
+ * -ENOTSUP), grow and shrink (-ENOTSUP, range_lock_grow_try() included),
+ * asynchronous requests (-ENOTSUP; range_lock_async_cancel() of a request
+ * submitted before the tree got segments: -EALREADY), binding to a file (range_lock_tree_set_file():
+ * -ENOTSUP) and statistics (range_lock_tree_enable_stats(): -ENOTSUP;
+ * range_lock_tree_get_stats(): -ENODATA).  A spanning lock call that
+ * cannot allocate its parts returns -ENOMEM (the plain and trylock calls
+ * abort with a message).
+ *
+ * Return: 0; -EINVAL for a bad @segments or @stripe_shift; -EBUSY if the
+ * tree is not empty (nothing is changed); -ENOTSUP if it is bound to a
+ * file or has statistics enabled; -ENOMEM.  Calling it again with other
+ * values re-segments an empty tree.  A tree with segments owns memory:
+ * range_lock_tree_destroy() frees it (or range_lock_tree_set_segments()
+ * with @segments 1).
+ *
+ * Since: 0.4
+ */
+RANGELOCK_API int range_lock_tree_set_segments(struct range_lock_tree *tree,
+					       unsigned segments, unsigned stripe_shift);
+
+/**
  * range_lock_tree_destroy() - check that a tree is unused before freeing it.
  * @tree: the tree.
  *
@@ -518,7 +582,8 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  *
  * Return: 0 when no request is held or waiting (the tree may then be freed or
  * re-initialised; a tree bound to a file is unbound, and the process's
- * description of the file stays open: range_lock_tree_set_file()),
+ * description of the file stays open: range_lock_tree_set_file(); a tree
+ * with segments frees them and is a tree without segments again),
  * -EBUSY otherwise (nothing is changed).
  *
  * Since: 0.1

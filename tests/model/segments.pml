@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * segments.pml -- a SPIN model of the SEGMENTED tree (docs/design.md,
- * "Segments (design, not yet implemented)"): the key space split into
+ * "Segments"; the code: src/segments.c): the key space split into
  * segments, each with its own internal lock, interval tree, seqnum counter
  * and nr_waiting; a request inside one segment touches only that segment;
  * a request spanning several takes their locks in ascending order, holds
  * them all until it has entered every one (one arrival), and has one PART
  * per segment (the hull of its range in that segment) with a per-part
- * count; its wait word is the sum of its parts' counts.  This model is
- * written BEFORE the code (the project's order of proof): it checks the
- * design, and the code must follow it.
+ * count; its wait word is the sum of its parts' counts (the code keeps a
+ * word per part and waits for each in turn: the same grant condition).
+ * This model was written BEFORE the code (the project's order of proof)
+ * and checked the design; the code's two simplifications -- a spanning
+ * request never overtakes, and its give-up goes part by part -- were
+ * brought into it before the code was merged.
  *
  * LEVEL.  As multirange.pml: a critical section under a set of segment
  * locks is one atomic step, after the locks were taken one by one (each
@@ -35,15 +38,18 @@
  * LOCK(g)              S2  one segment lock (futex mutex), ascending order
  * enter:               S2, S3  one arrival: all locks held, every segment
  *                      scanned, ONE seqnum = max of the segments' counters
- *                      (each counter then set past it), overtake as a whole
- *                      (default policy) or count in every segment
+ *                      (each counter then set past it), count in every
+ *                      segment; only a single-segment request overtakes
+ *                      (default policy): a spanning one never does
  * put_blocker(r, g)    S4  one blocker off r's part in g AND off r's word;
  *                      the word's last blocker grants (or ELIGIBLE)
  * add_blocker(r, g)    S3  an overtaker / a growth: one blocker more
  * remove_part(r, g)    S4  a part leaves g: release walk in g only
  * unlock:              S4  parts leave one segment at a time, ascending
- * giveup:              S6  all of the request's locks, ascending; keep (all
- *                      counts 0) or withdraw EVERY part
+ * giveup:              S6  as the code (segments.c): the part waited for
+ *                      (the lowest not granted) under its lock: kept if
+ *                      granted meanwhile, else withdrawn; then EVERY other
+ *                      part leaves, one segment lock at a time, ascending
  * claim:, mark:        S5  single-segment waiters only (spanning ones are
  *                      marked at entry)
  * grow:, merge()       S7  a growth into a segment the owner is not in:
@@ -77,7 +83,8 @@
  *   EARLY_RELEASE    each segment's lock is released once the part is in
  *                    (its own seqnum there) before the next is taken
  *                    (FIFO only)
- *   PARTIAL_GIVEUP   a give-up withdraws only the part in the lowest segment
+ *   PARTIAL_GIVEUP   a spanning give-up withdraws only the part it waited
+ *                    for (the lowest not yet granted): the others stay
  *   SEG_GRANULAR     a part counts every conflicting part of its segment,
  *                    intersecting or not (precision)
  *   GROW_NO_RAISE    a growth entering a segment does not raise that
@@ -287,7 +294,7 @@ inline put_blocker(r, g)
 	:: else
 	fi;
 	if
-	:: TOT(r) == 0 && !ent[r] ->
+	:: TOT(r) == 0 && !ent[r] && !rel[r] ->	/* (not one giving up) */
 		if
 		:: FIFO_TREE || ho[r] -> granted(r)
 		:: !FIFO_TREE && !ho[r] -> granted(r)		/* spinning */
@@ -465,7 +472,8 @@ enter:	/* S3: one arrival under all of them */
 			:: else -> break
 			od;
 			j = 0; k = 0;
-			ov = (!FIFO_TREE && sc > 0 && !mw);
+			/* the code: a spanning request never overtakes */
+			ov = (!FIFO_TREE && sc > 0 && !mw && hi == lo);
 			ok = !(kind == K_TRY && sc > 0 && !ov)
 		}
 		if
@@ -662,7 +670,53 @@ swait:	/* wait for the word */
 			check_inv()
 		};
 		goto swait
-	:: kind == K_TIMED && !HELD(t) ->	/* S6: give up */
+	:: kind == K_TIMED && !HELD(t) && hi > lo ->	/* S6: a spanning give-up */
+		/* As the code does it (segments.c): the part it waits for --
+		 * the lowest not yet granted -- gives up under its segment's
+		 * lock, and is kept if granted meanwhile (it then waits on);
+		 * else every other part leaves, one segment at a time,
+		 * ascending, each under its own lock (span_abandon()). */
+		d_step {
+			k = lo;
+			do
+			:: k <= hi && (!pin[P(t, k)] || pcnt[P(t, k)] == 0) -> k++
+			:: else -> break
+			od
+		}
+		if
+		:: k > hi -> k = 0; goto swait	/* all granted now */
+		:: else
+		fi;
+		LOCK(k);
+		atomic {
+			if
+			:: pcnt[P(t, k)] == 0 -> ok = 1
+			:: else ->
+				ho[t] = 0; late[t] = 0; rel[t] = 1;
+				remove_part(t, k);
+				ok = 0
+			fi;
+			lk[k] = 0;
+			check_inv()
+		};
+		if
+		:: ok -> k = 0; goto swait
+		:: else
+		fi;
+#ifndef MUT_PARTIAL_GIVEUP
+		k = lo;
+		do
+		:: k <= hi && pin[P(t, k)] ->
+			LOCK(k);
+			atomic { remove_part(t, k); lk[k] = 0; check_inv() };
+			k++
+		:: k <= hi && !pin[P(t, k)] -> k++
+		:: else -> break
+		od;
+#endif
+		k = 0;
+		goto done
+	:: kind == K_TIMED && !HELD(t) && hi == lo ->	/* S6: give up */
 		lock_mine();
 		atomic {
 			if

@@ -131,6 +131,7 @@ static struct options {
 	double many_share;         /* percent of operations that lock a set */
 	double async_share;        /* percent of operations that submit asynchronously */
 	double grow_share;         /* percent of operations that grow/shrink */
+	unsigned seg_n, seg_shift; /* --segments=S:K (range_lock_tree_set_segments) */
 } opt = {
 	.type = T_RANGE,
 	.readers = -1,
@@ -2336,6 +2337,8 @@ static void usage(FILE *f)
 "  --grow=P            percent of operations that grow/shrink a held range (0)\n"
 "  --async=P           percent of operations that submit an asynchronous request,\n"
 "                      half of the queued ones withdrawn racing the grant (0)\n"
+"  --segments=S:K     split the tree into S segments (2..256, a power of two)\n"
+"                      by stripes of 2^K units (needs --stats=off)\n"
 "  --expect-fast-reads fail if no read hold took the reader fast path\n"
 "  --expect-word-mode  sample the tree's lock word; fail if whole-resource\n"
 "                      calls met a conflicting word holder and waited, but\n"
@@ -2427,7 +2430,7 @@ static void parse_options(int argc, char **argv)
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
 		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST, O_EXPWORD,
-		O_MANY, O_GROW, O_ASYNC,
+		O_MANY, O_GROW, O_ASYNC, O_SEGMENTS,
 	};
 	static const struct option longopts[] = {
 		{ "type", required_argument, 0, O_TYPE },
@@ -2465,6 +2468,7 @@ static void parse_options(int argc, char **argv)
 		{ "many", required_argument, 0, O_MANY },
 		{ "grow", required_argument, 0, O_GROW },
 		{ "async", required_argument, 0, O_ASYNC },
+		{ "segments", required_argument, 0, O_SEGMENTS },
 		{ "expect-fast-reads", no_argument, 0, O_EXPFAST },
 		{ "expect-word-mode", no_argument, 0, O_EXPWORD },
 		{ "help", no_argument, 0, O_HELP },
@@ -2637,6 +2641,17 @@ static void parse_options(int argc, char **argv)
 			if (!parse_double(optarg, &opt.async_share) || opt.async_share > 100)
 				bad_option(name, optarg);
 			break;
+		case O_SEGMENTS: {
+			unsigned n, k;
+			char end;
+
+			if (sscanf(optarg, "%u:%u%c", &n, &k, &end) != 2 || n < 2 || n > 256 ||
+			    (n & (n - 1)) || k > 63)
+				bad_option(name, optarg);
+			opt.seg_n = n;
+			opt.seg_shift = k;
+			break;
+		}
 		case O_EXPFAST:
 			opt.expect_fast_reads = true;
 			break;
@@ -2680,6 +2695,13 @@ static void parse_options(int argc, char **argv)
 		bad_option("cancel-ms", "0");
 	if (opt.base > UINT64_MAX - (opt.pool - 1))
 		bad_option("base", "(base + pool - 1 must fit in 64 bits)");
+	if (opt.seg_n && (!type_is_range() || opt.stats != STATS_OFF || opt.many_share > 0 ||
+			  opt.grow_share > 0 || opt.async_share > 0 || opt.expect_fast_reads)) {
+		fprintf(stderr, "rangelock-torture: --segments needs a range type and "
+			"--stats=off, without --many, --grow, --async or "
+			"--expect-fast-reads (not supported on a tree with segments)\n");
+		exit(2);
+	}
 	if (opt.storm < 0)
 		opt.storm = opt.calls[C_INTR];
 	if (opt.storm && !opt.signal_us)
@@ -2896,6 +2918,14 @@ int main(int argc, char **argv)
 		range_lock_tree_init(&tree);
 		if (opt.fifo)
 			range_lock_tree_set_fifo(&tree, 1);
+		if (opt.seg_n) {
+			rc = range_lock_tree_set_segments(&tree, opt.seg_n, opt.seg_shift);
+			if (rc) {
+				fprintf(stderr, "rangelock-torture: range_lock_tree_set_segments: "
+					"%d\n", rc);
+				return 2;
+			}
+		}
 		rc = opt.stats == STATS_START ?
 		     range_lock_tree_enable_stats(&tree, &tree_stats) : 0;
 		if (rc) {
@@ -2931,6 +2961,10 @@ int main(int argc, char **argv)
 	       opt.sa == SA_ON ? "on" : opt.sa == SA_OFF ? "off" : "alternate",
 	       opt.watchdog_s, stats_names[opt.stats], opt.seed,
 	       opt.inject == INJ_HANG ? " inject=hang" : opt.inject == INJ_LEAK ? " inject=leak" : "");
+	if (opt.seg_n)
+		printf("segments: %u by stripes of 2^%u units (pool units %" PRIu64
+		       ".. in segment %" PRIu64 "..)\n", opt.seg_n, opt.seg_shift, opt.base,
+		       (opt.base >> opt.seg_shift) % opt.seg_n);
 	if (!type_is_range() && (opt.calls[C_INTR] || opt.calls[C_KILL]))
 		printf("note: %s has no interruptible or killable calls: those are plain calls here\n",
 		       type_names[opt.type]);

@@ -385,8 +385,11 @@ static void test_set_gives_up_clean(void **state)
 		range_lock_init(&c, at == 2 ? 500 : 200, at == 2 ? 509 : 209);
 		assert_int_equal(range_lock_many_try(&t, set, 3), 0);
 		assert_clean(&t, o, 500, 509);
-		deadline_in(CLOCK_MONOTONIC, 100, &ts);
+		/* t0 before the deadline is computed: a thread preempted
+		 * between the two (qemu-i386 on a loaded host) must not make
+		 * a call that waited the full 100 ms look early. */
 		t0 = mono_ns();
+		deadline_in(CLOCK_MONOTONIC, 100, &ts);
 		assert_int_equal(range_lock_many_timed(&t, set, 3, CLOCK_MONOTONIC, &ts),
 				 -ETIMEDOUT);
 		assert_true(mono_ns() - t0 >= 99000000u);

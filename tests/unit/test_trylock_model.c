@@ -36,12 +36,18 @@ static bool model_allows(const struct slot *s, uint64_t start, uint64_t last,
 	return true;
 }
 
-static void run(unsigned seed, uint64_t space)
+/* @segments > 1: the tree split into that many segments by stripes of
+ * 2^@shift units (range_lock_tree_set_segments()): the answers must not
+ * change -- no false conflict across segment boundaries, none missed. */
+static void run_segmented(unsigned seed, uint64_t space, unsigned segments,
+			  unsigned shift)
 {
 	struct range_lock_tree tree;
 	static struct slot s[SLOTS];
 
 	range_lock_tree_init(&tree);
+	if (segments > 1)
+		assert_int_equal(range_lock_tree_set_segments(&tree, segments, shift), 0);
 	for (size_t i = 0; i < SLOTS; i++)
 		s[i].held = false;
 	for (int step = 0; step < 100000; step++) {
@@ -97,6 +103,11 @@ static void run(unsigned seed, uint64_t space)
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
 }
 
+static void run(unsigned seed, uint64_t space)
+{
+	run_segmented(seed, space, 1, 0);
+}
+
 static void test_trylock_matches_model(void **state)
 {
 	(void)state;
@@ -105,10 +116,25 @@ static void test_trylock_matches_model(void **state)
 	run(3, 4096);
 }
 
+/* Stripes of 1, 4 and 64 units over 2 to 256 segments: most ranges span
+ * segments (wrapping past the last one back to 0), some cover every stripe
+ * of a segment more than once, and the full range meets them all. */
+static void test_trylock_matches_model_segmented(void **state)
+{
+	(void)state;
+	run_segmented(11, 32, 4, 0);
+	run_segmented(12, 32, 2, 2);
+	run_segmented(13, 256, 8, 2);
+	run_segmented(14, 256, 16, 0);
+	run_segmented(15, 4096, 64, 6);
+	run_segmented(16, 4096, 256, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trylock_matches_model),
+		cmocka_unit_test(test_trylock_matches_model_segmented),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librangelock: segmented trees -- ranges that conflict with nothing share
+ * nothing (docs/design.md, "Segments").
+ *
+ * DESIGN
+ * ======
+ * range_lock_tree_set_segments(tree, S, k) splits the key space of an
+ * empty tree into S = 2^n segments: unit u is in stripe u >> k, and stripe
+ * t in segment t mod S.  Each segment is a whole tree of its own (struct
+ * range_lock_tree, on its own 128-byte block): its lock word, internal
+ * lock, interval tree, seqnum counter, counts, fast-read bias and word
+ * mode are those of sections 1-13 of the design, unchanged.  The user's
+ * tree becomes a gate, only READ by the calls: its second-level slot
+ * (tree->file, a bound tree's file otherwise) holds the segment array
+ * tagged RL_SEGMENTS_TAG, and every public call already tests that slot
+ * for NULL before its fast path, so it comes here from there, at no cost
+ * to trees without segments (calls.c, is_segments()); writing nothing in
+ * the user's tree keeps its line shared in every cache.  Its root holds
+ * the array too, its flags RL_TREE_SEGMENTED (for the calls off the hot
+ * path), and its lock word TL_SEGMENTED: a call that reached tree_lock()
+ * on it anyway aborts (tree_lock_acquire_slow()).
+ *
+ *  - A request whose range lies in one stripe -- or in several stripes of
+ *    one segment, impossible unless S = 1 -- lies in ONE segment: the
+ *    public call runs on that segment's tree, as on any tree (rl_lock_in()
+ *    and the rest, calls.c), with the user's own request.  Two such
+ *    requests in different segments write no common line and take no
+ *    common lock.
+ *  - A request meeting several segments SPANS them.  Its PART in segment g
+ *    is an internal request (struct span, malloc'd) for its HULL there: its
+ *    units from the first in g to the last in g.  Two parts in g have
+ *    intersecting hulls exactly when their requests share a unit of g (the
+ *    larger hull start is a unit of g in both ranges), so each segment's
+ *    tree stays exact: no false conflict across boundaries.
+ *
+ * A spanning request enters as ONE ARRIVAL (span_enter()): it takes the
+ * internal locks of its segments in ascending segment index and holds all
+ * of them until every part is scanned and inserted, then drops them.  Its
+ * parts all take ONE seqnum s, the largest of the segments' counters, and
+ * every counter becomes s + 1 (a Lamport clock): seqnums stay arrival order
+ * within each segment and form one order across segments that agrees with
+ * each.  So two requests are in the same order in every segment they share
+ * (FIFO: arrival order among every pair of intersecting requests), and
+ * every waits-for edge goes to a lower seqnum or, for an overtaker of the
+ * default policy, to a request that already holds: no cycle.  Ascending
+ * acquisition forms no cycle among the internal locks either.
+ *
+ * Each part counts its blockers in its own wait word, as any request of
+ * its segment; the request holds its range when every part is granted.  In
+ * the default policy a waiting part is HANDOFF-marked at entry, as an
+ * asynchronous request is: nothing overtakes it, it is never ELIGIBLE, and
+ * the release that takes its last blocker grants it -- without its thread,
+ * which waits for the parts one after the other (span_wait()).  A spanning
+ * request never overtakes (it waits behind any conflict, like a FIFO
+ * arrival), and trylock succeeds only when no part has a conflict.
+ *
+ * Giving up (signal, deadline, cancellation) withdraws the part it waited
+ * for through the usual give-up path (waiting.c: kept if granted meanwhile,
+ * except on cancellation), then, if that gave up, takes every other part
+ * out of its segment (span_leave(): a release walk under that segment's
+ * lock, held or waiting alike).  Counts only fall meanwhile, as in an
+ * unlock, which also releases the parts one segment at a time, ascending.
+ *
+ * WHO WRITES WHAT
+ *   the user's tree: lock_word, root and file (the segment array), flags
+ *       (RL_TREE_SEGMENTED and the policy bits): only set_segments(),
+ *       destroy and the setters, which need a tree nobody else uses (the
+ *       setters: flags only); read by every call (file: relaxed loads).
+ *   a segment's tree: as any tree (protocol.c), under its own lock.
+ *       Its flags also hold its index + 1 in bits 4..12 (constant), so
+ *       that the checking mode can name the user's tree.
+ *   struct span: the parts' fields as any request's, under their
+ *       segments' locks; the rest only by the request's owner.
+ *   the user's request of a spanning hold: rb_left (the span), flags
+ *       (RL_LINKED | mode), seqnum: only by its owner, while it locks and
+ *       unlocks.
+ * No memory order is new here: every decision is taken under the
+ * segments' internal locks, and grants are the wait words' CASes.
+ *
+ * Not yet supported on a segmented tree (documented in the header; each
+ * aborts or returns -ENOTSUP): sets, grow and shrink, asynchronous
+ * requests, binding to a file, statistics.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calls.h"
+#include "segments.h"
+
+/* A spanning request's parts. */
+struct span {
+	struct range_lock_tree *top;  /* the tree it was locked in */
+	unsigned n;
+	bool reader;
+	struct range_lock part[];     /* ascending by segment */
+};
+
+#define SEG_INDEX_SHIFT 4
+#define SEG_INDEX_MASK 0x1ffu
+
+static struct range_lock_tree *part_tree(struct rl_segments *s, const struct range_lock *p)
+{
+	return rl_seg_tree(s, (unsigned)((p->start >> s->shift) &
+					 (((uint64_t)1 << s->log2n) - 1)));
+}
+
+void rl_seg_unsupported(const char *call)
+{
+	rl_die(call, NULL, "not supported on a tree with segments "
+	       "(range_lock_tree_set_segments()) yet");
+}
+
+/* The checking mode's name of a tree: a segment is its user's tree. */
+const struct range_lock_tree *rl_seg_user_tree(const struct range_lock_tree *tree)
+{
+	unsigned g1 = (__atomic_load_n(&tree->flags, __ATOMIC_RELAXED) >> SEG_INDEX_SHIFT) &
+		      SEG_INDEX_MASK;
+	const struct rl_segment *seg;
+	const struct rl_segments *s;
+
+	if (!g1)
+		return tree;
+	seg = (const struct rl_segment *)(const void *)tree - (g1 - 1);
+	s = (const struct rl_segments *)(const void *)((const char *)seg -
+						       offsetof(struct rl_segments, seg));
+	return s->top;
+}
+
+/* ---- configuration ---------------------------------------------------- */
+
+/* Every segment's lock, ascending; fast readers revoked (they are holders). */
+static void lock_all(struct rl_segments *s)
+{
+	for (unsigned g = 0; g < 1u << s->log2n; g++) {
+		tree_lock(rl_seg_tree(s, g));
+		revoke_fast_readers(rl_seg_tree(s, g));
+	}
+}
+
+static void unlock_all(struct rl_segments *s)
+{
+	for (unsigned g = 1u << s->log2n; g-- > 0;)
+		tree_unlock(rl_seg_tree(s, g));
+}
+
+static bool all_empty(struct rl_segments *s)
+{
+	for (unsigned g = 0; g < 1u << s->log2n; g++)
+		if (rl_seg_tree(s, g)->root)
+			return false;
+	return true;
+}
+
+/* Back to a tree without segments, if every segment is empty. */
+int rl_seg_destroy(struct range_lock_tree *tree)
+{
+	struct rl_segments *s = segments_of(tree);
+
+	lock_all(s);
+	if (!all_empty(s)) {
+		unlock_all(s);
+		return -EBUSY;
+	}
+	unlock_all(s);
+	tree->root = NULL;
+	__atomic_store_n(&tree->file, NULL, __ATOMIC_RELAXED);
+	tree_flags_store(tree, tree->flags & ~RL_TREE_SEGMENTED);
+	rl_hb_release(tree_lock_word(tree));
+	atomic_store_explicit(tree_lock_word(tree), 0, memory_order_release);
+	free(s);
+	return 0;
+}
+
+int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on, bool need_empty)
+{
+	struct rl_segments *s = segments_of(tree);
+	int r = 0;
+
+	lock_all(s);
+	if (need_empty && !all_empty(s)) {
+		r = -EBUSY;
+	} else {
+		for (unsigned g = 0; g < 1u << s->log2n; g++) {
+			struct range_lock_tree *t = rl_seg_tree(s, g);
+
+			tree_flags_store(t, on ? t->flags | flag : t->flags & ~flag);
+		}
+		tree_flags_store(tree, on ? tree->flags | flag : tree->flags & ~flag);
+	}
+	unlock_all(s);
+	return r;
+}
+
+int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments,
+				 unsigned stripe_shift)
+{
+	struct rl_segments *s;
+	uint32_t policy;
+	void *mem;
+	int r;
+
+	if (!tree)
+		rl_die("range_lock_tree_set_segments", NULL, "NULL tree");
+	if (segments == 0 || segments > RL_SEG_MAX || (segments & (segments - 1)) ||
+	    stripe_shift > 63)
+		return -EINVAL;
+	if (segments == 1) {
+		if (tree_is_segmented(tree))
+			return rl_seg_destroy(tree);
+		tree_lock(tree);
+		revoke_fast_readers(tree);
+		r = tree->root ? -EBUSY : 0;
+		tree_unlock(tree);
+		return r;
+	}
+	/* Allocated first: a failure changes nothing. */
+	if (posix_memalign(&mem, 128, sizeof(*s) + segments * sizeof(s->seg[0])))
+		return -ENOMEM;
+	if (tree_is_segmented(tree)) { /* re-segment (or the same again) */
+		r = rl_seg_destroy(tree);
+		if (r) {
+			free(mem);
+			return r;
+		}
+	}
+	s = mem;
+	memset(s, 0, sizeof(*s) + segments * sizeof(s->seg[0]));
+	s->top = tree;
+	s->shift = stripe_shift;
+	while ((1u << s->log2n) < segments)
+		s->log2n++;
+
+	tree_lock(tree);
+	revoke_fast_readers(tree);
+	if (tree->root || tree->file || tree->stats) {
+		r = tree->root ? -EBUSY : -ENOTSUP;
+		tree_unlock(tree);
+		free(s);
+		return r;
+	}
+	policy = tree->flags & (RANGE_LOCK_TREE_FLAG_FIFO | RANGE_LOCK_TREE_FLAG_NO_FAST_READ);
+	for (unsigned g = 0; g < segments; g++)
+		rl_seg_tree(s, g)->flags = policy | ((g + 1) << SEG_INDEX_SHIFT);
+	tree->root = (struct range_lock *)(void *)s;
+	__atomic_store_n(&tree->file, (struct range_lock_file *)((uintptr_t)s | RL_SEGMENTS_TAG),
+			 __ATOMIC_RELAXED);
+	tree_flags_store(tree, policy | RL_TREE_SEGMENTED);
+	/* Our release of the internal lock: TL_SEGMENTED instead of 0.  A
+	 * call that waited for it meanwhile used the tree during its
+	 * configuration (tree_lock_acquire_slow() aborts, naming this). */
+	rl_hb_release(tree_lock_word(tree));
+	if (atomic_exchange_explicit(tree_lock_word(tree), TL_SEGMENTED,
+				     memory_order_release) & TL_SLEEPERS)
+		rl_wake_all(tree_word_futex(tree_lock_word(tree)));
+	return 0;
+}
+
+/* ---- spanning requests ------------------------------------------------ */
+
+static struct span *span_new(const char *call, struct range_lock_tree *tree,
+			     struct range_lock *lock, bool reader, unsigned n)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct span *sp = malloc(sizeof(*sp) + n * sizeof(sp->part[0]));
+
+	if (!sp)
+		return NULL;
+	(void)call;
+	sp->top = tree;
+	sp->n = n;
+	sp->reader = reader;
+	for (unsigned i = 0; i < n; i++) {
+		struct seg_part p = rl_seg_part(s, lock->start, lock->last, i);
+		struct range_lock *r = &sp->part[i];
+
+		memset(r, 0, sizeof(*r));
+		r->start = p.start;
+		r->last = p.last;
+		r->subtree_last = p.last;
+		r->owner_tid = rl_thread_id();
+	}
+	return sp;
+}
+
+/*
+ * Take part @p out of segment tree @t, held or waiting (a release walk,
+ * waking what it blocked there).
+ */
+static void span_leave(struct range_lock_tree *t, struct range_lock *p)
+{
+	struct wake_list wl;
+	uint32_t word;
+
+	wl.n = 0;
+	tree_lock(t);
+	word = atomic_load_explicit(wait_word(p), memory_order_relaxed);
+	if (blockers_of(word))
+		t->nr_waiting--;
+	remove_request(t, p, &wl);
+	tree_unlock(t);
+	wake_list_flush(&wl);
+}
+
+struct span_wait {
+	struct span *sp;
+	unsigned skip; /* the part the waiting code withdrew */
+};
+
+/* After the part being waited for gave up: every other part leaves. */
+static void span_abandon(void *arg)
+{
+	struct span_wait *sw = arg;
+	struct span *sp = sw->sp;
+	struct rl_segments *s = segments_of(sp->top);
+
+	for (unsigned i = 0; i < sp->n; i++)
+		if (i != sw->skip)
+			span_leave(part_tree(s, &sp->part[i]), &sp->part[i]);
+	free(sp);
+}
+
+/*
+ * One arrival into every segment of @sp (see DESIGN).  Returns the number
+ * of parts that wait (0: held), or -1 for a trylock (@w NULL) that would
+ * wait, or -EINVAL for a timed call that would wait with a bad deadline;
+ * in both cases nothing was entered.
+ */
+static int span_enter(const char *call, struct span *sp, struct waiter *w)
+{
+	struct rl_segments *s = segments_of(sp->top);
+	uint32_t blockers[RL_SEG_MAX];
+	bool reader = sp->reader;
+	struct entry_scan scan;
+	uint64_t seq = 0;
+	int waiting = 0;
+
+	for (unsigned i = 0; i < sp->n; i++) {
+		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
+
+		tree_lock(t);
+		if (!reader)
+			revoke_fast_readers(t);
+		if (__builtin_expect(t->nr_requests >= RL_MAX_TREE_REQUESTS, 0))
+			rl_die(call, NULL, "too many requests in a segment of this tree "
+			       "(the limit is 2^30 - 1024 at once)");
+		if (i == 0 || seq_before(seq, t->seqnum))
+			seq = t->seqnum;
+	}
+	for (unsigned i = 0; i < sp->n; i++) {
+		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
+
+		scan_entry(t, &sp->part[i], reader, !w, &scan);
+		blockers[i] = scan.blockers;
+		waiting += scan.blockers != 0;
+	}
+	if (waiting && (!w || (w->kind == WAIT_TIMED &&
+			       !timespec_valid(w->clockid, w->abstime)))) {
+		for (unsigned i = sp->n; i-- > 0;)
+			tree_unlock(part_tree(s, &sp->part[i]));
+		return w ? -EINVAL : -1;
+	}
+	for (unsigned i = 0; i < sp->n; i++) {
+		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
+
+		if (blockers[i] && w->kind != WAIT_TIMED)
+			rl_check_self_deadlock(t, &sp->part[i], reader, call);
+	}
+	for (unsigned i = 0; i < sp->n; i++) {
+		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
+
+		insert_request(t, &sp->part[i], reader, blockers[i], seq);
+		t->seqnum = seq + 1;
+		if (blockers[i] && !tree_is_fifo(t))
+			atomic_fetch_or_explicit(wait_word(&sp->part[i]), HANDOFF,
+						 memory_order_relaxed);
+	}
+	for (unsigned i = sp->n; i-- > 0;)
+		tree_unlock(part_tree(s, &sp->part[i]));
+	return waiting;
+}
+
+static int span_wait_parts(struct span *sp, struct waiter *w, struct span_wait *sw)
+{
+	struct rl_segments *s = segments_of(sp->top);
+
+	for (unsigned i = 0; i < sp->n; i++) {
+		struct range_lock *p = &sp->part[i];
+		int r;
+
+		if (atomic_load_explicit(wait_word(p), memory_order_acquire) == 0) {
+			rl_hb_acquire_last(wait_word(p));
+			continue;
+		}
+		w->tree = part_tree(s, p);
+		w->lock = p;
+		w->reader = sp->reader;
+		w->items = NULL;
+		w->word = WORD_MARKED; /* marked at entry: no hand-off clock */
+		w->kept_after = 0;
+		sw->skip = i;
+		rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
+		r = wait_for_grant(w);
+		if (r)
+			return r; /* that part left the tree: the others leave */
+		if (w->kept_after) {
+			/*
+			 * A signal or the deadline came as this part was
+			 * granted: the call keeps its range only if every other
+			 * part is granted too (as a set does); else it gives
+			 * up, this part included, rather than wait on -- a
+			 * signal would go unreported.
+			 */
+			for (unsigned j = i + 1; j < sp->n; j++)
+				if (atomic_load_explicit(wait_word(&sp->part[j]),
+							 memory_order_acquire)) {
+					sw->skip = sp->n; /* every part leaves */
+					return w->kept_after;
+				}
+			for (unsigned j = i + 1; j < sp->n; j++)
+				rl_hb_acquire_last(wait_word(&sp->part[j]));
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Wait for every part; on a give-up (and on cancellation of a killable
+ * call, the waiting code having withdrawn the part it waited for) every
+ * other part leaves and the span is freed.
+ */
+static int span_wait(struct span *sp, struct waiter *w)
+{
+	struct span_wait sw = { sp, 0 };
+	int r;
+
+	pthread_cleanup_push(span_abandon, &sw);
+	r = span_wait_parts(sp, w, &sw);
+	pthread_cleanup_pop(r != 0);
+	return r;
+}
+
+static int span_lock(const char *call, struct range_lock_tree *tree,
+		     struct range_lock *lock, bool reader, struct waiter *w,
+		     unsigned n, int subclass, void *site)
+{
+	struct span *sp = span_new(call, tree, lock, reader, n);
+	int r;
+
+	if (!sp) {
+		if (!w || w->kind == WAIT_PLAIN)
+			rl_die(call, lock, "out of memory for the parts of a range "
+			       "that spans segments");
+		return -ENOMEM;
+	}
+	r = span_enter(call, sp, w);
+	if (r < 0) {
+		free(sp);
+		return r == -1 ? 0 : r; /* trylock: busy */
+	}
+	if (r > 0) {
+		r = span_wait(sp, w);
+		if (r)
+			return r;
+	}
+	lock->rb_left = (struct range_lock *)(void *)sp;
+	lock->rb_right = NULL;
+	lock->seqnum = sp->part[0].seqnum;
+	lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
+	rl_check_acquired(tree, lock, subclass, site);
+	return w ? 0 : 1;
+}
+
+/* ---- the calls' dispatch ---------------------------------------------- */
+
+int rl_seg_lock(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+		bool reader, struct waiter *w, int subclass, void *site)
+{
+	struct rl_segments *s = segments_of(tree);
+	unsigned n;
+
+	check_args(call, tree, lock);
+	if (is_linked(lock)) /* locked twice, or a failed init (rl_die names it) */
+		rl_die(call, lock, ALREADY_IN_TREE);
+	n = rl_seg_parts(s, lock->start, lock->last);
+	if (n == 1) {
+		struct range_lock_tree *t = rl_seg_tree(s, rl_seg_part(s, lock->start,
+								       lock->last, 0).seg);
+
+		return w ? rl_lock_in(call, t, lock, reader, w, subclass, site)
+			 : rl_trylock_in(call, t, lock, reader, site);
+	}
+	return span_lock(call, tree, lock, reader, w, n, subclass, site);
+}
+
+void rl_seg_unlock(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+		   bool reader)
+{
+	struct rl_segments *s = segments_of(tree);
+	unsigned n = rl_seg_parts(s, lock->start, lock->last);
+	struct span *sp;
+
+	if (n == 1) {
+		rl_unlock_in(call, rl_seg_tree(s, rl_seg_part(s, lock->start, lock->last, 0).seg),
+			     lock, reader);
+		return;
+	}
+	sp = (struct span *)(void *)lock->rb_left;
+	if (!is_linked(lock) || !sp)
+		rl_die(call, lock, "range is not locked");
+	if (sp->top != tree)
+		rl_die(call, lock, "range is not locked in this tree");
+	if (sp->reader != reader)
+		rl_die(call, lock, reader ? "range is held for writing, not reading"
+					  : "range is held for reading, not writing");
+	rl_check_released(tree, lock);
+	for (unsigned i = 0; i < sp->n; i++)
+		span_leave(part_tree(s, &sp->part[i]), &sp->part[i]);
+	lock->rb_parent_flags = 0;
+	lock->rb_left = NULL;
+	free(sp);
+}
+
+void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	struct rl_segments *s = segments_of(tree);
+	unsigned n = rl_seg_parts(s, lock->start, lock->last);
+	struct span *sp;
+
+	if (n == 1) {
+		range_downgrade_write(rl_seg_tree(s, rl_seg_part(s, lock->start,
+								  lock->last, 0).seg), lock);
+		return;
+	}
+	sp = (struct span *)(void *)lock->rb_left;
+	if (!is_linked(lock) || !sp || sp->top != tree)
+		rl_die("range_downgrade_write", lock, "range is not locked in this tree");
+	if (sp->reader)
+		rl_die("range_downgrade_write", lock, "range is held for reading, not writing");
+	/* Each part in its segment: a reader of one segment's units may go
+	 * ahead once that part is a reader. */
+	for (unsigned i = 0; i < sp->n; i++)
+		range_downgrade_write(part_tree(s, &sp->part[i]), &sp->part[i]);
+	sp->reader = true;
+	lock->rb_parent_flags |= RL_READER;
+}
+
+void rl_seg_dump(struct range_lock_tree *tree, void *out)
+{
+	struct rl_segments *s = segments_of(tree);
+	FILE *f = out;
+
+	fprintf(f, "range_lock_tree %p: %u segments, stripes of 2^%u units\n",
+		(void *)tree, 1u << s->log2n, s->shift);
+	for (unsigned g = 0; g < 1u << s->log2n; g++) {
+		struct range_lock_tree *t = rl_seg_tree(s, g);
+
+		if (!__atomic_load_n(&t->lock_word, __ATOMIC_RELAXED))
+			continue; /* empty and free: nothing to show */
+		fprintf(f, " segment %u:\n", g);
+		range_lock_tree_dump(t, f);
+	}
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segmented trees (segments.c has the design): the key space of a tree
+ * split into S = 2^n segments by stripes of 2^k units, each segment a
+ * whole tree of its own.  Private header.
+ */
+#ifndef RANGELOCK_SEGMENTS_H
+#define RANGELOCK_SEGMENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rangelock/rangelock.h>
+
+#include "tree_lock.h"
+#include "waiting.h"
+
+#ifndef RL_HIDDEN
+#define RL_HIDDEN __attribute__((visibility("hidden")))
+#endif
+
+/* A segmented tree's flags bit (struct range_lock_tree.flags: 1 FIFO, 2 no
+ * fast read, 4 BIASED, 16..31 the bias delay). */
+#define RL_TREE_SEGMENTED 8u
+/* A segmented tree's own lock word is TL_SEGMENTED (tree_lock.h). */
+
+#define RL_SEG_MAX 256u
+
+/* The tree's second-level slot (tree->file) of a tree with segments: its
+ * segment array | RL_SEGMENTS_TAG (is_segments(), calls.h). */
+#define RL_SEGMENTS_TAG ((uintptr_t)1)
+
+/* The segment array, allocated by range_lock_tree_set_segments(); its
+ * address is kept in the tree's root field. */
+struct rl_segments {
+	struct range_lock_tree *top;   /* the tree the user sees */
+	unsigned log2n;                /* S = 1 << log2n */
+	unsigned shift;                /* stripes of 1 << shift units */
+	struct rl_segment {
+		struct range_lock_tree tree;
+	} __attribute__((aligned(128))) seg[]; /* own lines; prefetched in pairs */
+};
+
+static inline bool tree_is_segmented(const struct range_lock_tree *tree)
+{
+	return __atomic_load_n(&tree->flags, __ATOMIC_RELAXED) & RL_TREE_SEGMENTED;
+}
+
+static inline struct rl_segments *segments_of(const struct range_lock_tree *tree)
+{
+	return (struct rl_segments *)(void *)tree->root;
+}
+
+/*
+ * Part @i (0 <= i < rl_seg_parts()) of [start, last]: the segment it falls
+ * in, ascending by segment index, and its hull there -- the units from the
+ * range's first in that segment to its last.
+ */
+struct seg_part {
+	unsigned seg;
+	uint64_t start, last;
+};
+
+static inline unsigned rl_seg_parts(const struct rl_segments *s, uint64_t start, uint64_t last)
+{
+	uint64_t span = (last >> s->shift) - (start >> s->shift); /* stripes - 1 */
+
+	return span >= (1u << s->log2n) - 1 ? 1u << s->log2n : (unsigned)span + 1;
+}
+
+static inline struct seg_part rl_seg_part(const struct rl_segments *s, uint64_t start,
+					  uint64_t last, unsigned i)
+{
+	uint64_t mask = ((uint64_t)1 << s->log2n) - 1;
+	uint64_t a = start >> s->shift, b = last >> s->shift;
+	unsigned n = rl_seg_parts(s, start, last);
+	struct seg_part p;
+	uint64_t f, l;
+
+	if (n == mask + 1) {
+		p.seg = i;
+	} else {
+		/* A cyclic run of n segments from a's; listed ascending. */
+		unsigned first = (unsigned)(a & mask), end = (unsigned)(b & mask);
+
+		if (first <= end)
+			p.seg = first + i;
+		else /* wraps: 0..end, then first..S-1 */
+			p.seg = i <= end ? i : first + (i - end - 1);
+	}
+	f = a + ((p.seg - a) & mask);  /* first stripe of the range in it */
+	l = b - ((b - p.seg) & mask);  /* its last stripe there */
+	p.start = f == a ? start : f << s->shift;
+	p.last = l == b ? last : ((l + 1) << s->shift) - 1;
+	return p;
+}
+
+static inline struct range_lock_tree *rl_seg_tree(struct rl_segments *s, unsigned g)
+{
+	return &s->seg[g].tree;
+}
+
+/* The calls' dispatch (calls.c, sets.c, ...): a lock, trylock (@w NULL) or
+ * unlock of @lock in segmented @tree. */
+RL_HIDDEN int rl_seg_lock(const char *call, struct range_lock_tree *tree,
+			  struct range_lock *lock, bool reader, struct waiter *w,
+			  int subclass, void *site);
+RL_HIDDEN void rl_seg_unlock(const char *call, struct range_lock_tree *tree,
+			     struct range_lock *lock, bool reader);
+RL_HIDDEN void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock);
+RL_HIDDEN int rl_seg_destroy(struct range_lock_tree *tree);
+RL_HIDDEN int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on,
+			      bool need_empty);
+RL_HIDDEN void rl_seg_dump(struct range_lock_tree *tree, void *out);
+/* The checking mode's name of a tree: a segment's is its user's tree. */
+RL_HIDDEN const struct range_lock_tree *rl_seg_user_tree(const struct range_lock_tree *tree);
+/* A call that segmented trees do not support yet: abort with a message. */
+RL_HIDDEN __attribute__((noreturn)) void rl_seg_unsupported(const char *call);
+
+/* calls.c: the one-range calls, out of line, on a segment's tree. */
+RL_HIDDEN int rl_lock_in(const char *call, struct range_lock_tree *tree,
+			 struct range_lock *lock, bool reader, struct waiter *w,
+			 int subclass, void *site);
+RL_HIDDEN int rl_trylock_in(const char *call, struct range_lock_tree *tree,
+			    struct range_lock *lock, bool reader, void *site);
+RL_HIDDEN void rl_unlock_in(const char *call, struct range_lock_tree *tree,
+			    struct range_lock *lock, bool reader);
+
+#endif /* RANGELOCK_SEGMENTS_H */

@@ -1,0 +1,684 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segmented trees (range_lock_tree_set_segments()): the segment geometry
+ * against brute force, exclusion under threads with ranges that straddle
+ * segment boundaries (both policies, every call kind), the rules for
+ * spanning requests (marked from the start: never overtaken; one arrival;
+ * a give-up leaves no part behind: timeout, signal, cancellation),
+ * downgrade, administration and misuse.  The trylock answers against a
+ * model are in test_trylock_model.c.
+ *
+ * Waits are observed through the dump (a "waiting" line per waiting part),
+ * never through sleeps.  Worker threads assert nothing; the main thread
+ * asserts after joining.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "segments.h" /* the geometry (private header, src/) */
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* Lines of the tree's dump containing @what. */
+static int dump_count(struct range_lock_tree *tree, const char *what)
+{
+	char *buf = NULL, *p;
+	size_t len = 0;
+	int n = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		abort();
+	range_lock_tree_dump(tree, f);
+	fclose(f);
+	for (p = buf; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	free(buf);
+	return n;
+}
+
+/* Poll until @n parts wait in @tree; false after 10 s. */
+static bool wait_for_parts_waiting(struct range_lock_tree *tree, int n)
+{
+	for (int i = 0; i < 10000; i++) {
+		if (dump_count(tree, "waiting") == n)
+			return true;
+		sleep_ms(1);
+	}
+	return false;
+}
+
+static void seg_tree(struct range_lock_tree *tree, unsigned segments, unsigned shift,
+		     bool fifo)
+{
+	range_lock_tree_init(tree);
+	if (fifo)
+		assert_int_equal(range_lock_tree_set_fifo(tree, 1), 0);
+	assert_int_equal(range_lock_tree_set_segments(tree, segments, shift), 0);
+}
+
+/* ---- geometry --------------------------------------------------------- */
+
+static void check_parts(unsigned log2n, unsigned shift, uint64_t a, uint64_t b)
+{
+	struct rl_segments s = { .log2n = log2n, .shift = shift };
+	unsigned S = 1u << log2n, n = rl_seg_parts(&s, a, b), k = 0;
+	uint64_t lo[256], hi[256];
+	bool in[256] = { false };
+
+	for (uint64_t u = a; u <= b; u++) {
+		unsigned g = (unsigned)((u >> shift) % S);
+
+		if (!in[g])
+			lo[g] = u;
+		in[g] = true;
+		hi[g] = u;
+	}
+	for (unsigned g = 0; g < S; g++) {
+		struct seg_part p;
+
+		if (!in[g])
+			continue;
+		assert_true(k < n);
+		p = rl_seg_part(&s, a, b, k++);
+		if (p.seg != g || p.start != lo[g] || p.last != hi[g])
+			fail_msg("S=%u k=%u [%llu, %llu]: part %u is segment %u [%llu, %llu], "
+				 "brute force says segment %u [%llu, %llu]", S, shift,
+				 (unsigned long long)a, (unsigned long long)b, k - 1, p.seg,
+				 (unsigned long long)p.start, (unsigned long long)p.last, g,
+				 (unsigned long long)lo[g], (unsigned long long)hi[g]);
+	}
+	assert_int_equal(k, n);
+}
+
+static void test_geometry_matches_brute_force(void **state)
+{
+	(void)state;
+	for (unsigned log2n = 1; log2n <= 3; log2n++)
+		for (unsigned shift = 0; shift <= 2; shift++)
+			for (uint64_t a = 0; a < 40; a++)
+				for (uint64_t b = a; b < 40; b++)
+					check_parts(log2n, shift, a, b);
+}
+
+static void test_geometry_full_range(void **state)
+{
+	struct rl_segments s = { .log2n = 2, .shift = 0 };
+	struct seg_part p;
+
+	(void)state;
+	assert_int_equal(rl_seg_parts(&s, 0, UINT64_MAX), 4);
+	for (unsigned g = 0; g < 4; g++) {
+		p = rl_seg_part(&s, 0, UINT64_MAX, g);
+		assert_int_equal(p.seg, g);
+		assert_true(p.start == g);
+		assert_true(p.last == UINT64_MAX - 3 + g);
+	}
+	s.shift = 62; /* four stripes in all: one per segment */
+	for (unsigned g = 0; g < 4; g++) {
+		p = rl_seg_part(&s, 0, UINT64_MAX, g);
+		assert_true(p.start == (uint64_t)g << 62);
+		assert_true(p.last == ((uint64_t)g << 62) + ((uint64_t)1 << 62) - 1);
+	}
+	s.log2n = 8;
+	s.shift = 12;
+	/* Wrapping past the last segment: stripes 255, 256 -> segments 0, 255. */
+	assert_int_equal(rl_seg_parts(&s, 255u << 12, (257u << 12) - 1), 2);
+	p = rl_seg_part(&s, 255u << 12, (257u << 12) - 1, 0);
+	assert_true(p.seg == 0 && p.start == 256u << 12);
+	p = rl_seg_part(&s, 255u << 12, (257u << 12) - 1, 1);
+	assert_true(p.seg == 255 && p.last == (256u << 12) - 1);
+}
+
+/* ---- exclusion under threads ------------------------------------------ */
+
+#define UNITS 64
+#define THREADS 4
+
+struct torture {
+	struct range_lock_tree tree;
+	atomic_int writers[UNITS], readers[UNITS];
+	/* Plain data under the locks: ThreadSanitizer reports a race if a
+	 * grant does not order the holders (annotations of every path). */
+	unsigned long data[UNITS];
+	atomic_long violations, locked, timeouts;
+	unsigned iterations;
+	unsigned seed;
+};
+
+static void occupy(struct torture *t, uint64_t a, uint64_t b, bool reader, int delta)
+{
+	for (uint64_t u = a; u <= b && u < UNITS; u++) {
+		if (reader) {
+			atomic_fetch_add(&t->readers[u], delta);
+			if (atomic_load(&t->writers[u]))
+				atomic_fetch_add(&t->violations, 1);
+		} else {
+			if (atomic_fetch_add(&t->writers[u], delta) != (delta > 0 ? 0 : 1) ||
+			    atomic_load(&t->readers[u]))
+				atomic_fetch_add(&t->violations, 1);
+		}
+	}
+}
+
+static void *torture_thread(void *arg)
+{
+	struct torture *t = arg;
+	unsigned seed = t->seed + (unsigned)(uintptr_t)pthread_self();
+	struct range_lock req;
+	unsigned long sink = 0;
+
+	for (unsigned i = 0; i < t->iterations; i++) {
+		uint64_t a = (uint64_t)rand_r(&seed) % UNITS;
+		uint64_t b = a + (uint64_t)rand_r(&seed) % 12;
+		bool reader = rand_r(&seed) % 3 == 0;
+		int kind = rand_r(&seed) % 5, r = 0;
+		struct timespec ts;
+
+		if (rand_r(&seed) % 64 == 0) {
+			a = 0;
+			b = RANGE_LOCK_FULL;
+		}
+		range_lock_init(&req, a, b);
+		switch (kind) {
+		case 0:
+			if (reader)
+				range_read_lock(&t->tree, &req);
+			else
+				range_write_lock(&t->tree, &req);
+			break;
+		case 1:
+			deadline_in(CLOCK_MONOTONIC, rand_r(&seed) % 2 ? 1 : 1000, &ts);
+			r = reader ? range_read_timedlock(&t->tree, &req, CLOCK_MONOTONIC, &ts)
+				   : range_write_timedlock(&t->tree, &req, CLOCK_MONOTONIC, &ts);
+			break;
+		case 2:
+			r = (reader ? range_read_trylock(&t->tree, &req)
+				    : range_write_trylock(&t->tree, &req)) ? 0 : -EBUSY;
+			break;
+		case 3:
+			r = reader ? range_read_lock_interruptible(&t->tree, &req)
+				   : range_write_lock_interruptible(&t->tree, &req);
+			break;
+		default:
+			r = reader ? range_read_lock_killable(&t->tree, &req)
+				   : range_write_lock_killable(&t->tree, &req);
+			break;
+		}
+		if (r) {
+			if (r != -ETIMEDOUT && r != -EBUSY)
+				atomic_fetch_add(&t->violations, 1);
+			atomic_fetch_add(&t->timeouts, 1);
+			continue;
+		}
+		atomic_fetch_add(&t->locked, 1);
+		occupy(t, a, b, reader, 1);
+		for (uint64_t u = a; u <= b && u < UNITS; u++) {
+			if (reader)
+				sink += t->data[u];
+			else
+				t->data[u]++;
+		}
+		if (!reader && rand_r(&seed) % 4 == 0) {
+			occupy(t, a, b, false, -1);
+			occupy(t, a, b, true, 1);
+			range_downgrade_write(&t->tree, &req);
+			reader = true;
+		}
+		occupy(t, a, b, reader, -1);
+		if (reader)
+			range_read_unlock(&t->tree, &req);
+		else
+			range_write_unlock(&t->tree, &req);
+	}
+	return (void *)(uintptr_t)sink;
+}
+
+static void run_torture(unsigned segments, unsigned shift, bool fifo, unsigned seed)
+{
+	static struct torture t;
+	pthread_t th[THREADS];
+
+	memset(&t, 0, sizeof(t));
+	seg_tree(&t.tree, segments, shift, fifo);
+	t.iterations = getenv("RANGELOCK_TEST_QUICK") ? 2000 : 20000;
+	t.seed = seed;
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, torture_thread, &t), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(atomic_load(&t.violations), 0);
+	assert_true(atomic_load(&t.locked) > (long)(THREADS * t.iterations / 2));
+	assert_int_equal(range_lock_tree_destroy(&t.tree), 0);
+}
+
+/* Stripes of 4 units over 4 segments (many spanning requests, wrapping),
+ * and of 1 unit over 16; both policies. */
+static void test_exclusion_default(void **state)
+{
+	(void)state;
+	run_torture(4, 2, false, 1);
+	run_torture(16, 0, false, 2);
+}
+
+static void test_exclusion_fifo(void **state)
+{
+	(void)state;
+	run_torture(4, 2, true, 3);
+	run_torture(16, 0, true, 4);
+}
+
+/* ---- spanning requests ------------------------------------------------ */
+
+struct locker {
+	struct range_lock_tree *tree;
+	struct range_lock req;
+	bool reader;
+	int kind; /* 0 plain, 1 interruptible, 2 killable */
+	atomic_int done;
+	int result;
+};
+
+static void *locker_thread(void *arg)
+{
+	struct locker *l = arg;
+
+	if (l->kind == 0) {
+		if (l->reader)
+			range_read_lock(l->tree, &l->req);
+		else
+			range_write_lock(l->tree, &l->req);
+	} else if (l->kind == 1) {
+		l->result = l->reader ? range_read_lock_interruptible(l->tree, &l->req)
+				      : range_write_lock_interruptible(l->tree, &l->req);
+	} else {
+		l->result = l->reader ? range_read_lock_killable(l->tree, &l->req)
+				      : range_write_lock_killable(l->tree, &l->req);
+	}
+	atomic_store(&l->done, 1);
+	return NULL;
+}
+
+static void start_locker(struct locker *l, pthread_t *th, struct range_lock_tree *tree,
+			 uint64_t a, uint64_t b, bool reader, int kind)
+{
+	memset(l, 0, sizeof(*l));
+	l->tree = tree;
+	l->reader = reader;
+	l->kind = kind;
+	range_lock_init(&l->req, a, b);
+	assert_int_equal(pthread_create(th, NULL, locker_thread, l), 0);
+}
+
+/* Every unit of [a, b] can be write-locked now (each stripe separately,
+ * so that the probe itself spans nothing). */
+static bool all_free(struct range_lock_tree *tree, uint64_t a, uint64_t b, unsigned shift)
+{
+	for (uint64_t u = a; u <= b; u = ((u >> shift) + 1) << shift) {
+		uint64_t end = (((u >> shift) + 1) << shift) - 1;
+		struct range_lock probe;
+
+		range_lock_init(&probe, u, end < b ? end : b);
+		if (!range_write_trylock(tree, &probe))
+			return false;
+		range_write_unlock(tree, &probe);
+	}
+	return true;
+}
+
+/*
+ * A spanning waiter is marked from the start: a request that meets only
+ * its waiting part (in a segment where it conflicts with nothing held)
+ * waits behind it in the default policy too, where it would overtake an
+ * ordinary waiter.  Stripes of 4 units, 2 segments.
+ */
+static void test_spanning_waiter_not_overtaken(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock w, c;
+	struct locker a;
+	pthread_t th;
+
+	(void)state;
+	watchdog(60);
+	for (int fifo = 0; fifo < 2; fifo++) {
+		seg_tree(&tree, 2, 2, fifo);
+		range_lock_init(&w, 4, 4);          /* segment 1 */
+		range_write_lock(&tree, &w);
+		start_locker(&a, &th, &tree, 2, 5, false, 0); /* parts [2,3] and [4,5] */
+		assert_true(wait_for_parts_waiting(&tree, 1));
+		range_lock_init(&c, 5, 5);          /* meets only A's waiting part */
+		assert_false(range_write_trylock(&tree, &c));
+		assert_false(range_read_trylock(&tree, &c));
+		/* A holds its part [2, 3] already: a write there waits too. */
+		range_lock_init(&c, 3, 3);
+		assert_false(range_write_trylock(&tree, &c));
+		range_write_unlock(&tree, &w);
+		pthread_join(th, NULL);
+		assert_int_equal(atomic_load(&a.done), 1);
+		range_lock_init(&c, 5, 5);
+		assert_false(range_write_trylock(&tree, &c));
+		range_write_unlock(&tree, &a.req);
+		assert_true(all_free(&tree, 0, 15, 2));
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
+/* Ordinary waiters still overtake each other inside one segment (the
+ * default policy), and not in a FIFO tree: each segment keeps the policy. */
+static void test_policy_inside_segment(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock r, c;
+	struct locker wr;
+	pthread_t th;
+
+	(void)state;
+	watchdog(60);
+	for (int fifo = 0; fifo < 2; fifo++) {
+		seg_tree(&tree, 4, 4, fifo);
+		range_lock_init(&r, 0, 0);
+		range_read_lock(&tree, &r);
+		start_locker(&wr, &th, &tree, 0, 1, false, 0); /* waits for r */
+		assert_true(wait_for_parts_waiting(&tree, 1));
+		range_lock_init(&c, 1, 1);
+		/* Default: the reader overtakes the unmarked waiting writer
+		 * (within its 2 ms bound it may already be marked: then it
+		 * must not -- so only FIFO's answer is exact). */
+		if (fifo)
+			assert_false(range_read_trylock(&tree, &c));
+		else if (range_read_trylock(&tree, &c))
+			range_read_unlock(&tree, &c);
+		range_read_unlock(&tree, &r);
+		pthread_join(th, NULL);
+		range_write_unlock(&tree, &wr.req);
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
+/* A timed spanning lock that gives up releases the parts it was granted:
+ * none is left behind in any segment. */
+static void test_timeout_leaves_no_part(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock w, x;
+	struct timespec ts;
+
+	(void)state;
+	watchdog(60);
+	for (int fifo = 0; fifo < 2; fifo++) {
+		seg_tree(&tree, 4, 2, fifo);
+		range_lock_init(&w, 9, 9);            /* segment 2 */
+		range_write_lock(&tree, &w);
+		range_lock_init(&x, 2, 14);           /* segments 0, 1, 2, 3 */
+		deadline_in(CLOCK_MONOTONIC, 30, &ts);
+		assert_int_equal(range_write_timedlock(&tree, &x, CLOCK_MONOTONIC, &ts),
+				 -ETIMEDOUT);
+		assert_true(all_free(&tree, 0, 8, 2));
+		assert_true(all_free(&tree, 10, 15, 2));
+		assert_int_equal(dump_count(&tree, "waiting"), 0);
+		/* A bad deadline is refused only when the call would wait. */
+		ts.tv_nsec = -1;
+		assert_int_equal(range_write_timedlock(&tree, &x, CLOCK_MONOTONIC, &ts), -EINVAL);
+		range_write_unlock(&tree, &w);
+		assert_int_equal(range_write_timedlock(&tree, &x, CLOCK_MONOTONIC, &ts), 0);
+		range_write_unlock(&tree, &x);
+		assert_true(all_free(&tree, 0, 15, 2));
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/* Interrupted (a signal) and cancelled (killable) spanning waits leave no
+ * part behind, held or waiting. */
+static void test_signal_and_cancel_leave_no_part(void **state)
+{
+	struct sigaction sa;
+	struct range_lock_tree tree;
+	struct range_lock w;
+	struct locker a;
+	pthread_t th;
+	void *ret;
+
+	(void)state;
+	watchdog(60);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART */
+	sigaction(SIGUSR1, &sa, NULL);
+	for (int kind = 1; kind <= 2; kind++) {
+		seg_tree(&tree, 2, 2, false);
+		range_lock_init(&w, 5, 5);
+		range_write_lock(&tree, &w);
+		start_locker(&a, &th, &tree, 1, 14, kind == 1, kind);
+		assert_true(wait_for_parts_waiting(&tree, 1));
+		if (kind == 1) {
+			/* Again until it returns: a signal that comes before
+			 * the thread sleeps is not an interruption. */
+			for (int i = 0; i < 2000 && !atomic_load(&a.done); i++) {
+				pthread_kill(th, SIGUSR1);
+				sleep_ms(5);
+			}
+			pthread_join(th, &ret);
+			assert_int_equal(a.result, -EINTR);
+		} else {
+			pthread_cancel(th);
+			pthread_join(th, &ret);
+			assert_ptr_equal(ret, PTHREAD_CANCELED);
+		}
+		assert_int_equal(dump_count(&tree, "waiting"), 0);
+		assert_true(all_free(&tree, 0, 4, 2));
+		assert_true(all_free(&tree, 6, 15, 2));
+		range_write_unlock(&tree, &w);
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
+/* Downgrading a spanning writer lets readers of every segment in. */
+static void test_downgrade_spanning(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock x, c;
+	struct locker r1, r2;
+	pthread_t t1, t2;
+
+	(void)state;
+	watchdog(60);
+	seg_tree(&tree, 2, 2, false);
+	range_lock_init(&x, 1, 10);           /* segments 0 and 1, three stripes */
+	range_write_lock(&tree, &x);
+	start_locker(&r1, &t1, &tree, 2, 2, true, 0); /* segment 0 */
+	start_locker(&r2, &t2, &tree, 5, 5, true, 0); /* segment 1 */
+	assert_true(wait_for_parts_waiting(&tree, 2));
+	range_downgrade_write(&tree, &x);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	range_lock_init(&c, 9, 9);
+	assert_false(range_write_trylock(&tree, &c));
+	assert_true(range_read_trylock(&tree, &c));
+	range_read_unlock(&tree, &c);
+	range_read_unlock(&tree, &r1.req);
+	range_read_unlock(&tree, &r2.req);
+	range_read_unlock(&tree, &x);
+	assert_true(all_free(&tree, 0, 15, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/* ---- administration --------------------------------------------------- */
+
+static void test_admin(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock x, y;
+	struct range_lock_stats st;
+	struct range_lock_item item;
+	struct timespec ts;
+
+	(void)state;
+	range_lock_tree_init(&tree);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 0, 4), -EINVAL);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 3, 4), -EINVAL);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 512, 4), -EINVAL);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 64), -EINVAL);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 1, 0), 0);
+	range_lock_init(&x, 0, 100);
+	range_write_lock(&tree, &x);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), -EBUSY);
+	range_write_unlock(&tree, &x);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), 0);
+	assert_int_equal(dump_count(&tree, "4 segments, stripes of 2^4 units"), 1);
+
+	range_write_lock(&tree, &x);                 /* spans 4 segments */
+	assert_int_equal(range_lock_tree_destroy(&tree), -EBUSY);
+	assert_int_equal(range_lock_tree_set_fifo(&tree, 1), -EBUSY);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 8, 4), -EBUSY);
+	assert_int_equal(dump_count(&tree, "held"), 4); /* one part per segment */
+	range_lock_init(&y, 200, 200);
+	item.lock = &y;
+	item.mode = RANGE_LOCK_WRITE;
+	assert_int_equal(range_lock_grow(&tree, &x, 0, 200), -ENOTSUP);
+	assert_int_equal(range_lock_grow_try(&tree, &x, 0, 200), -ENOTSUP);
+	assert_int_equal(range_lock_many_try(&tree, &item, 1), -ENOTSUP);
+	assert_int_equal(range_lock_shrink(&tree, &x, 0, 10), -ENOTSUP);
+	deadline_in(CLOCK_MONOTONIC, 10, &ts);
+	assert_int_equal(range_lock_many_timed(&tree, &item, 1, CLOCK_MONOTONIC, &ts),
+			 -ENOTSUP);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), -ENOTSUP);
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
+	range_lock_tree_reset_stats(&tree);
+	range_write_unlock(&tree, &x);
+	/* A request held through a segment's lock word makes it busy too,
+	 * even for the same geometry again. */
+	range_lock_init(&y, 3, 3);
+	range_write_lock(&tree, &y);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), -EBUSY);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 1, 0), -EBUSY);
+	range_write_unlock(&tree, &y);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), 0);
+
+	assert_int_equal(range_lock_tree_set_fast_read(&tree, 0), 0);
+	assert_int_equal(range_lock_tree_set_fifo(&tree, 1), 0);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 8, 2), 0); /* again */
+	assert_int_equal(dump_count(&tree, "8 segments"), 1);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	/* A tree without segments again: the lock word's fast path. */
+	assert_int_equal(dump_count(&tree, "segments"), 0);
+	range_write_lock(&tree, &x);
+	range_write_unlock(&tree, &x);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static struct range_lock_tree *async_tree;
+static void async_done(struct range_lock_async *req, int status)
+{
+	(void)req;
+	(void)status;
+}
+
+static void test_async_refused(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock_async req;
+
+	(void)state;
+	/* Submitted (held at once) before the tree got segments, unlocked:
+	 * a late cancel says it is not queued. */
+	range_lock_tree_init(&tree);
+	assert_int_equal(range_lock_async_init(&req, 0, 3, async_done, NULL), 0);
+	assert_int_equal(range_write_lock_async(&tree, &req), 0);
+	range_write_unlock(&tree, &req.lock);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 2, 2), 0);
+	assert_int_equal(range_lock_async_cancel(&tree, &req), -EALREADY);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
+	seg_tree(&tree, 2, 2, false);
+	async_tree = &tree;
+	assert_int_equal(range_lock_async_init(&req, 0, 3, async_done, NULL), 0);
+	assert_int_equal(range_write_lock_async(&tree, &req), -ENOTSUP);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/* ---- misuse ----------------------------------------------------------- */
+
+static struct range_lock_tree misuse_tree;
+static struct range_lock misuse_req;
+
+static void unlock_wrong_mode(void)
+{
+	seg_tree(&misuse_tree, 4, 2, false);
+	range_lock_init(&misuse_req, 1, 9);
+	range_read_lock(&misuse_tree, &misuse_req);
+	range_write_unlock(&misuse_tree, &misuse_req);
+}
+
+static void lock_twice(void)
+{
+	seg_tree(&misuse_tree, 4, 2, false);
+	range_lock_init(&misuse_req, 1, 9);
+	range_write_lock(&misuse_tree, &misuse_req);
+	range_write_lock(&misuse_tree, &misuse_req);
+}
+
+static void unlock_not_held(void)
+{
+	seg_tree(&misuse_tree, 4, 2, false);
+	range_lock_init(&misuse_req, 1, 9);
+	range_write_unlock(&misuse_tree, &misuse_req);
+}
+
+static void many_plain(void)
+{
+	struct range_lock_item item = { &misuse_req, RANGE_LOCK_WRITE };
+
+	seg_tree(&misuse_tree, 4, 2, false);
+	range_lock_init(&misuse_req, 1, 9);
+	range_lock_many(&misuse_tree, &item, 1);
+}
+
+static void expect_abort(void (*fn)(void), const char *msg)
+{
+	struct child_result res;
+
+	run_child(fn, &res);
+	assert_true(WIFSIGNALED(res.status));
+	assert_int_equal(WTERMSIG(res.status), SIGABRT);
+	if (!strstr(res.out, msg))
+		fail_msg("expected \"%s\" in: %s", msg, res.out);
+}
+
+static void test_misuse_aborts(void **state)
+{
+	(void)state;
+	expect_abort(unlock_wrong_mode, "held for reading, not writing");
+	expect_abort(lock_twice, "already in a tree");
+	expect_abort(unlock_not_held, "not locked");
+	expect_abort(many_plain, "not supported on a tree with segments");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_geometry_matches_brute_force),
+		cmocka_unit_test(test_geometry_full_range),
+		cmocka_unit_test(test_exclusion_default),
+		cmocka_unit_test(test_exclusion_fifo),
+		cmocka_unit_test(test_spanning_waiter_not_overtaken),
+		cmocka_unit_test(test_policy_inside_segment),
+		cmocka_unit_test(test_timeout_leaves_no_part),
+		cmocka_unit_test(test_signal_and_cancel_leave_no_part),
+		cmocka_unit_test(test_downgrade_spanning),
+		cmocka_unit_test(test_admin),
+		cmocka_unit_test(test_async_refused),
+		cmocka_unit_test(test_misuse_aborts),
+	};
+
+	watchdog(240);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
