@@ -556,9 +556,10 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * and range_unlock_many() abort with a message, the other forms return
  * -ENOTSUP), grow and shrink (-ENOTSUP, range_lock_grow_try() included),
  * asynchronous requests (-ENOTSUP; range_lock_async_cancel() of a request
- * submitted before the tree got segments: -EALREADY), binding to a file (range_lock_tree_set_file():
- * -ENOTSUP) and statistics (range_lock_tree_enable_stats(): -ENOTSUP;
- * range_lock_tree_get_stats(): -ENODATA).  A spanning lock call that
+ * submitted before the tree got segments: -EALREADY), binding to a file
+ * (range_lock_tree_set_file(): -ENOTSUP) and statistics
+ * (range_lock_tree_enable_stats(): -ENOTSUP; range_lock_tree_get_stats():
+ * -ENODATA).  A spanning lock call that
  * cannot allocate its parts returns -ENOMEM (the plain and trylock calls
  * abort with a message).
  *
