@@ -93,7 +93,7 @@ enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY };
  * ENTER_BUSY (trylock: a lock call would wait on the word), ENTER_TREE
  * (tree_lock is held: go on in the tree), or a timed word wait's error.
  * (A tree with segments never gets here: the public calls send it to
- * segments.c first, see is_segments().)
+ * segments.c first, see is_segments() in segments.h.)
  */
 static inline __attribute__((always_inline)) int
 enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
@@ -215,18 +215,6 @@ insert_scanned(struct range_lock_tree *tree, struct range_lock *lock, bool reade
 		}
 	}
 	return blockers;
-}
-
-/*
- * The tree's second-level slot (tree->file) is NULL, a bound tree's file
- * state, or a tree with segments' segment array tagged RL_SEGMENTS_TAG
- * (segments.h).  Every public call already tests the slot for NULL before
- * its fast path (a bound tree's hooks), so a tree with segments is sent to
- * segments.c at no cost to the others.
- */
-static inline bool is_segments(const struct range_lock_file *f)
-{
-	return ((uintptr_t)f & RL_SEGMENTS_TAG) != 0;
 }
 
 /* A bound tree takes only ranges that fit off_t: -EINVAL, or abort for the

@@ -16,10 +16,9 @@
  * tagged RL_SEGMENTS_TAG, and every public call already tests that slot
  * for NULL before its fast path, so it comes here from there, at no cost
  * to trees without segments (calls.c, is_segments()); writing nothing in
- * the user's tree keeps its line shared in every cache.  Its root holds
- * the array too, its flags RL_TREE_SEGMENTED (for the calls off the hot
- * path), and its lock word TL_SEGMENTED: a call that reached tree_lock()
- * on it anyway aborts (tree_lock_acquire_slow()).
+ * the user's tree keeps its line shared in every cache.  Its lock word
+ * holds TL_SEGMENTED: a call that reached tree_lock() on it anyway aborts
+ * (tree_lock_acquire_slow()).
  *
  *  - A request whose range lies in one stripe -- or in several stripes of
  *    one segment, impossible unless S = 1 -- lies in ONE segment: the
@@ -63,10 +62,10 @@
  * unlock, which also releases the parts one segment at a time, ascending.
  *
  * WHO WRITES WHAT
- *   the user's tree: lock_word, root and file (the segment array), flags
- *       (RL_TREE_SEGMENTED and the policy bits): only set_segments(),
- *       destroy and the setters, which need a tree nobody else uses (the
- *       setters: flags only); read by every call (file: relaxed loads).
+ *   the user's tree: lock_word and file (the tagged segment array): only
+ *       set_segments() and destroy; flags (the policy bits, kept for a
+ *       re-segmenting): set_segments() and the setters; all of them need a
+ *       tree nobody else uses.  Read by every call (file: relaxed loads).
  *   a segment's tree: as any tree (protocol.c), under its own lock.
  *       Its flags also hold its index + 1 in bits 4..12 (constant), so
  *       that the checking mode can name the user's tree.
@@ -166,9 +165,7 @@ int rl_seg_destroy(struct range_lock_tree *tree)
 		return -EBUSY;
 	}
 	unlock_all(s);
-	tree->root = NULL;
 	__atomic_store_n(&tree->file, NULL, __ATOMIC_RELAXED);
-	tree_flags_store(tree, tree->flags & ~RL_TREE_SEGMENTED);
 	rl_hb_release(tree_lock_word(tree));
 	atomic_store_explicit(tree_lock_word(tree), 0, memory_order_release);
 	free(s);
@@ -245,10 +242,8 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 	policy = tree->flags & (RANGE_LOCK_TREE_FLAG_FIFO | RANGE_LOCK_TREE_FLAG_NO_FAST_READ);
 	for (unsigned g = 0; g < segments; g++)
 		rl_seg_tree(s, g)->flags = policy | ((g + 1) << SEG_INDEX_SHIFT);
-	tree->root = (struct range_lock *)(void *)s;
 	__atomic_store_n(&tree->file, (struct range_lock_file *)((uintptr_t)s | RL_SEGMENTS_TAG),
 			 __ATOMIC_RELAXED);
-	tree_flags_store(tree, policy | RL_TREE_SEGMENTED);
 	/* Our release of the internal lock: TL_SEGMENTED instead of 0.  A
 	 * call that waited for it meanwhile used the tree during its
 	 * configuration (tree_lock_acquire_slow() aborts, naming this). */
@@ -261,15 +256,14 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 
 /* ---- spanning requests ------------------------------------------------ */
 
-static struct span *span_new(const char *call, struct range_lock_tree *tree,
-			     struct range_lock *lock, bool reader, unsigned n)
+static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lock,
+			     bool reader, unsigned n)
 {
 	struct rl_segments *s = segments_of(tree);
 	struct span *sp = malloc(sizeof(*sp) + n * sizeof(sp->part[0]));
 
 	if (!sp)
 		return NULL;
-	(void)call;
 	sp->top = tree;
 	sp->n = n;
 	sp->reader = reader;
@@ -448,7 +442,7 @@ static int span_lock(const char *call, struct range_lock_tree *tree,
 		     struct range_lock *lock, bool reader, struct waiter *w,
 		     unsigned n, int subclass, void *site)
 {
-	struct span *sp = span_new(call, tree, lock, reader, n);
+	struct span *sp = span_new(tree, lock, reader, n);
 	int r;
 
 	if (!sp) {

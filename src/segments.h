@@ -19,19 +19,21 @@
 #define RL_HIDDEN __attribute__((visibility("hidden")))
 #endif
 
-/* A segmented tree's flags bit (struct range_lock_tree.flags: 1 FIFO, 2 no
- * fast read, 4 BIASED, 16..31 the bias delay). */
-#define RL_TREE_SEGMENTED 8u
-/* A segmented tree's own lock word is TL_SEGMENTED (tree_lock.h). */
-
 #define RL_SEG_MAX 256u
 
-/* The tree's second-level slot (tree->file) of a tree with segments: its
- * segment array | RL_SEGMENTS_TAG (is_segments(), calls.h). */
+/*
+ * A tree with segments keeps its segment array, tagged RL_SEGMENTS_TAG,
+ * in its second-level slot (tree->file, a bound tree's file state
+ * otherwise): the one place that says a tree has segments.  Every public
+ * call already tests that slot for NULL before its fast path, so the test
+ * costs the other trees nothing (calls.c).  A segment's tree has its
+ * index + 1 in bits 4..12 of its flags (the checking mode's
+ * rl_seg_user_tree()).  A segmented tree's own lock word is TL_SEGMENTED
+ * (tree_lock.h): a safety net.
+ */
 #define RL_SEGMENTS_TAG ((uintptr_t)1)
 
-/* The segment array, allocated by range_lock_tree_set_segments(); its
- * address is kept in the tree's root field. */
+/* The segment array, allocated by range_lock_tree_set_segments(). */
 struct rl_segments {
 	struct range_lock_tree *top;   /* the tree the user sees */
 	unsigned log2n;                /* S = 1 << log2n */
@@ -41,14 +43,20 @@ struct rl_segments {
 	} __attribute__((aligned(128))) seg[]; /* own lines; prefetched in pairs */
 };
 
+static inline bool is_segments(const struct range_lock_file *f)
+{
+	return ((uintptr_t)f & RL_SEGMENTS_TAG) != 0;
+}
+
 static inline bool tree_is_segmented(const struct range_lock_tree *tree)
 {
-	return __atomic_load_n(&tree->flags, __ATOMIC_RELAXED) & RL_TREE_SEGMENTED;
+	return is_segments(__atomic_load_n(&tree->file, __ATOMIC_RELAXED));
 }
 
 static inline struct rl_segments *segments_of(const struct range_lock_tree *tree)
 {
-	return (struct rl_segments *)(void *)tree->root;
+	return (struct rl_segments *)((uintptr_t)__atomic_load_n(&tree->file, __ATOMIC_RELAXED) &
+				      ~RL_SEGMENTS_TAG);
 }
 
 /*
