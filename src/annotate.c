@@ -3,7 +3,43 @@
  * The tool side of annotate.h: which race detector runs, and what each
  * annotation tells it.  Runs only when one does (rl_tools != 0).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_getattr_np(), AddressSanitizer builds only */
+#endif
 #include "annotate.h"
+
+#ifdef RL_ASAN
+#include <pthread.h>
+#include <sanitizer/asan_interface.h>
+
+/* At most this much free stack below the handler is cleared: more than any
+ * chain of the library's frames that a cancellation can leave behind. */
+#define UNWOUND_SPAN (256u * 1024u)
+
+void rl_asan_unwound(void)
+{
+	pthread_attr_t attr;
+	void *low;
+	size_t size;
+	char *below = (char *)__builtin_frame_address(0) - 1024;
+	char *from = below - UNWOUND_SPAN;
+
+	/* The fake stack (detect_stack_use_after_return) forgets the frames
+	 * left behind, and a page below this one is cleared. */
+	__asan_handle_no_return();
+	/* The rest of the span, but never below this thread's stack. */
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &low, &size) == 0 &&
+		    (char *)low > from)
+			from = low;
+		pthread_attr_destroy(&attr);
+	} else {
+		return;
+	}
+	if (from < below)
+		ASAN_UNPOISON_MEMORY_REGION(from, (size_t)(below - from));
+}
+#endif
 
 #if RL_ANNOTATE
 

@@ -489,6 +489,7 @@ static void span_abandon(void *arg)
 	struct span *sp = sw->sp;
 	struct rl_segments *s = segments_of(sp->top);
 
+	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
 	for (unsigned i = 0; i < sp->n; i++)
 		if (i != sw->skip)
 			span_leave(part_tree(s, &sp->part[i]), sp, &sp->part[i], sw->why);

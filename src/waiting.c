@@ -428,6 +428,7 @@ static void withdraw_on_cancel(void *arg)
 {
 	struct waiter *w = arg;
 
+	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
 	rl_probe_give_up(w->tree, w->lock, w->reader, -ECANCELED);
 	if (w->items)
 		withdraw_group(w, GIVE_UP_CANCEL);

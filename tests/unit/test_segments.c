@@ -481,6 +481,44 @@ static void test_signal_and_cancel_leave_no_part(void **state)
 	}
 }
 
+/* A cancelled spanning waiter lets in the requests queued behind its parts:
+ * behind the part it held and behind the part it waited with.  (FIFO: the
+ * default policy may let the second follower overtake.) */
+static void test_cancel_lets_followers_in(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock h;
+	struct locker w, f0, f1;
+	pthread_t tw, t0, t1;
+	void *ret;
+
+	(void)state;
+	watchdog(60);
+	for (int round = 0; round < 20; round++) {
+		seg_tree(&tree, 2, 2, true);
+		range_lock_init(&h, 5, 5); /* segment 1 */
+		range_write_lock(&tree, &h);
+		/* Holds its part in segment 0, waits in segment 1. */
+		start_locker(&w, &tw, &tree, 1, 14, round & 1, 2);
+		assert_true(wait_for_parts_waiting(&tree, 1));
+		start_locker(&f0, &t0, &tree, 2, 2, false, 0);   /* segment 0 */
+		start_locker(&f1, &t1, &tree, 13, 13, false, 0); /* segment 1 */
+		assert_true(wait_for_parts_waiting(&tree, 3));
+		pthread_cancel(tw);
+		pthread_join(tw, &ret);
+		assert_ptr_equal(ret, PTHREAD_CANCELED);
+		pthread_join(t0, NULL);
+		pthread_join(t1, NULL);
+		assert_int_equal(atomic_load(&f0.done), 1);
+		assert_int_equal(atomic_load(&f1.done), 1);
+		assert_int_equal(dump_count(&tree, "waiting"), 0);
+		range_write_unlock(&tree, &f0.req);
+		range_write_unlock(&tree, &f1.req);
+		range_write_unlock(&tree, &h);
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
 /* Downgrading a spanning writer lets readers of every segment in. */
 static void test_downgrade_spanning(void **state)
 {
@@ -761,6 +799,7 @@ int main(void)
 		cmocka_unit_test(test_policy_inside_segment),
 		cmocka_unit_test(test_timeout_leaves_no_part),
 		cmocka_unit_test(test_signal_and_cancel_leave_no_part),
+		cmocka_unit_test(test_cancel_lets_followers_in),
 		cmocka_unit_test(test_downgrade_spanning),
 		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_stats_count_spans_once),
