@@ -40,7 +40,7 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 		/* Overtaking or not: the same code would deadlock once the
 		 * requests it passes are marked (POLICY rule 8). */
 		if (w->kind != WAIT_TIMED)
-			rl_check_self_deadlock(tree, lock, reader, call);
+			rl_check_self_deadlock(tree, lock, reader, call, lock);
 	}
 	/* Marked from the start: an interruptible waiter is never overtaken,
 	 * so it never wakes at the hand-off bound or to claim -- instants in

@@ -500,9 +500,11 @@ static void span_abandon(void *arg)
  * One arrival into every segment of @sp (see DESIGN).  Returns the number
  * of parts that wait (0: held), or -1 for a trylock (@w NULL) that would
  * wait, or -EINVAL for a timed call that would wait with a bad deadline;
- * in both cases nothing was entered.
+ * in both cases nothing was entered.  @shown: the user's request (for the
+ * checking mode's report).
  */
-static int span_enter(const char *call, struct span *sp, struct waiter *w)
+static int span_enter(const char *call, struct span *sp,
+		      const struct range_lock *shown, struct waiter *w)
 {
 	struct rl_segments *s = segments_of(sp->top);
 	uint32_t blockers[RL_SEG_MAX];
@@ -544,7 +546,7 @@ static int span_enter(const char *call, struct span *sp, struct waiter *w)
 		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
 
 		if (blockers[i] && w->kind != WAIT_TIMED)
-			rl_check_self_deadlock(t, &sp->part[i], reader, call);
+			rl_check_self_deadlock(t, &sp->part[i], reader, call, shown);
 	}
 	for (unsigned i = 0; i < sp->n; i++) {
 		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
@@ -653,7 +655,7 @@ static int span_lock(const char *call, struct range_lock_tree *tree,
 			       "that spans segments");
 		return -ENOMEM;
 	}
-	r = span_enter(call, sp, w);
+	r = span_enter(call, sp, lock, w);
 	if (r < 0) {
 		free(sp);
 		return r == -1 ? 0 : r; /* trylock: busy */
