@@ -119,6 +119,25 @@ static inline struct range_lock_tree *rl_seg_tree(struct rl_segments *s, unsigne
 	return &s->seg[g].tree;
 }
 
+/*
+ * The calls' quick dispatch (calls.c, calls.h): for a request within one
+ * stripe, the tree of its segment, where the call goes on as on any tree;
+ * NULL for anything else (a range over several stripes, or no request),
+ * which rl_seg_lock() & co. sort out.  @f: the tree's tagged file slot.
+ * Equivalent to their one-part case, without their frame: a pair of calls
+ * within one segment costs 285 -> 186 instructions (Callgrind,
+ * rangelock-many-loop one-w 20000 seg).
+ */
+static inline struct range_lock_tree *rl_seg_one(const struct range_lock_file *f,
+						 const struct range_lock *lock)
+{
+	struct rl_segments *s = (struct rl_segments *)((uintptr_t)f & ~RL_SEGMENTS_TAG);
+
+	if (!lock || (lock->start ^ lock->last) >> s->shift)
+		return NULL;
+	return rl_seg_tree(s, (unsigned)(lock->start >> s->shift) & ((1u << s->log2n) - 1));
+}
+
 /* The calls' dispatch (calls.c, sets.c, ...): a lock, trylock (@w NULL) or
  * unlock of @lock in segmented @tree. */
 RL_HIDDEN int rl_seg_lock(const char *call, struct range_lock_tree *tree,

@@ -93,6 +93,26 @@ static void check_parts(unsigned log2n, unsigned shift, uint64_t a, uint64_t b)
 				 (unsigned long long)lo[g], (unsigned long long)hi[g]);
 	}
 	assert_int_equal(k, n);
+
+	/* The calls' quick dispatch: a range within one stripe goes straight
+	 * to its segment's tree; every other range to the general code. */
+	size_t size = (sizeof(s) + S * sizeof(s.seg[0]) + 127) / 128 * 128;
+	struct rl_segments *segs = aligned_alloc(128, size);
+	const struct range_lock_file *f =
+		(const struct range_lock_file *)((uintptr_t)segs | RL_SEGMENTS_TAG);
+	struct range_lock req;
+
+	assert_non_null(segs);
+	*segs = s;
+	range_lock_init(&req, a, b);
+	if (a >> shift == b >> shift) {
+		assert_int_equal(n, 1);
+		assert_ptr_equal(rl_seg_one(f, &req),
+				 rl_seg_tree(segs, (unsigned)((a >> shift) % S)));
+	} else {
+		assert_null(rl_seg_one(f, &req));
+	}
+	free(segs);
 }
 
 static void test_geometry_matches_brute_force(void **state)
