@@ -23,7 +23,9 @@
  *  - A request whose range lies in one stripe -- or in several stripes of
  *    one segment, impossible unless S = 1 -- lies in ONE segment: the
  *    public call runs on that segment's tree, as on any tree (rl_lock_in()
- *    and the rest, calls.c), with the user's own request.  Two such
+ *    and the rest, calls.c), with the user's own request: straight from
+ *    the public call for a range within one stripe (rl_seg_one(),
+ *    segments.h), through rl_seg_lock() for the S = 1 case.  Two such
  *    requests in different segments write no common line and take no
  *    common lock.
  *  - A request meeting several segments SPANS them.  Its PART in segment g
