@@ -19,23 +19,30 @@
 void rl_asan_unwound(void)
 {
 	pthread_attr_t attr;
-	void *low;
-	size_t size;
-	char *below = (char *)__builtin_frame_address(0) - 1024;
+	void *low = NULL;
+	size_t size = 0;
+	char *frame = (char *)__builtin_frame_address(0);
+	char *below = frame - 1024;
 	char *from = below - UNWOUND_SPAN;
+	int r;
 
-	/* The fake stack (detect_stack_use_after_return) forgets the frames
-	 * left behind, and a page below this one is cleared. */
-	__asan_handle_no_return();
-	/* The rest of the span, but never below this thread's stack. */
-	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-		if (pthread_attr_getstack(&attr, &low, &size) == 0 &&
-		    (char *)low > from)
-			from = low;
-		pthread_attr_destroy(&attr);
-	} else {
+	if (pthread_getattr_np(pthread_self(), &attr) != 0)
 		return;
-	}
+	r = pthread_attr_getstack(&attr, &low, &size);
+	pthread_attr_destroy(&attr);
+	/* Only on this thread's own stack: a handler running on another
+	 * (a coroutine's, an alternate signal stack) would clear memory
+	 * that is not free stack. */
+	if (r != 0 || frame < (char *)low + 1024 || frame >= (char *)low + size)
+		return;
+	/* The fake stack (detect_stack_use_after_return) forgets the frames
+	 * left behind; the real stack is cleared from a page below this
+	 * frame up to the stack's top (the live frames' redzones too: the
+	 * thread is being cancelled, its frames are all about to go). */
+	__asan_handle_no_return();
+	/* The rest of the span below, never below this thread's stack. */
+	if ((char *)low > from)
+		from = low;
 	if (from < below)
 		ASAN_UNPOISON_MEMORY_REGION(from, (size_t)(below - from));
 }

@@ -25,7 +25,8 @@
  *    public call runs on that segment's tree, as on any tree (rl_lock_in()
  *    and the rest, calls.c), with the user's own request: straight from
  *    the public call for a range within one stripe (rl_seg_one(),
- *    segments.h), through rl_seg_lock() for the S = 1 case.  Two such
+ *    segments.h), with the same one-part case kept in rl_seg_lock(), which
+ *    S >= 2 never reaches.  Two such
  *    requests in different segments write no common line and take no
  *    common lock.
  *  - A request meeting several segments SPANS them.  Its PART in segment g
@@ -485,17 +486,22 @@ struct span_wait {
 };
 
 /* After the part being waited for gave up: every other part leaves. */
-static void span_abandon(void *arg)
+static void span_abandon(struct span_wait *sw)
 {
-	struct span_wait *sw = arg;
 	struct span *sp = sw->sp;
 	struct rl_segments *s = segments_of(sp->top);
 
-	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
 	for (unsigned i = 0; i < sp->n; i++)
 		if (i != sw->skip)
 			span_leave(part_tree(s, &sp->part[i]), sp, &sp->part[i], sw->why);
 	free(sp);
+}
+
+/* The same, as the cleanup handler of a cancelled killable wait. */
+static void span_abandon_on_cancel(void *arg)
+{
+	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
+	span_abandon(arg);
 }
 
 /*
@@ -630,12 +636,13 @@ static int span_wait(struct span *sp, struct waiter *w)
 	struct range_lock_tree *t0;
 	int r;
 
-	pthread_cleanup_push(span_abandon, &sw);
+	pthread_cleanup_push(span_abandon_on_cancel, &sw);
 	r = span_wait_parts(sp, w, &sw);
-	if (r)
+	pthread_cleanup_pop(0);
+	if (r) {
 		sw.why = r;
-	pthread_cleanup_pop(r != 0);
-	if (r == 0) { /* held: counted so, under its first part's lock */
+		span_abandon(&sw);
+	} else { /* held: counted so, under its first part's lock */
 		t0 = part_tree(segments_of(sp->top), &sp->part[0]);
 		tree_lock(t0);
 		span_count(sp, t0, SPAN_HELD, 0);
