@@ -24,9 +24,11 @@
  *   async-w, async-r           range_*_lock_async (held at once) + unlock:
  *                              against one-w / one-r, the cost of an
  *                              uncontended asynchronous acquire
- * TREE: default (the default policy), fifo (range_lock_tree_set_fifo), or
+ * TREE: default (the default policy), fifo (range_lock_tree_set_fifo),
  * nofast (default policy, range_lock_tree_set_fast_read(tree, 0): every
- * read through the tree).
+ * read through the tree), seg (64 segments by stripes of 2^14 units: every
+ * range above in one segment) or segspan (64 segments by stripes of 64
+ * units: [0, 99] and [200, 299] span two segments each).
  */
 #include <rangelock/rangelock.h>
 #include <stdio.h>
@@ -145,8 +147,12 @@ int main(int argc, char **argv)
 	} else if (!strcmp(kind, "nofast")) {
 		if (range_lock_tree_set_fast_read(&tree, 0))
 			return 2;
+	} else if (!strcmp(kind, "seg") || !strcmp(kind, "segspan")) {
+		if (range_lock_tree_set_segments(&tree, 64, !strcmp(kind, "seg") ? 14 : 6))
+			return 2;
 	} else if (strcmp(kind, "default")) {
-		fprintf(stderr, "rangelock-many-loop: TREE is default, fifo or nofast\n");
+		fprintf(stderr, "rangelock-many-loop: TREE is default, fifo, nofast, seg "
+				"or segspan\n");
 		return 2;
 	}
 	if (m == RELOCK) {

@@ -3,7 +3,50 @@
  * The tool side of annotate.h: which race detector runs, and what each
  * annotation tells it.  Runs only when one does (rl_tools != 0).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_getattr_np(), AddressSanitizer builds only */
+#endif
 #include "annotate.h"
+
+#ifdef RL_ASAN
+#include <pthread.h>
+#include <sanitizer/asan_interface.h>
+
+/* At most this much free stack below the handler is cleared: more than any
+ * chain of the library's frames that a cancellation can leave behind. */
+#define UNWOUND_SPAN (256u * 1024u)
+
+void rl_asan_unwound(void)
+{
+	pthread_attr_t attr;
+	void *low = NULL;
+	size_t size = 0;
+	char *frame = (char *)__builtin_frame_address(0);
+	char *below = frame - 1024;
+	char *from = below - UNWOUND_SPAN;
+	int r;
+
+	if (pthread_getattr_np(pthread_self(), &attr) != 0)
+		return;
+	r = pthread_attr_getstack(&attr, &low, &size);
+	pthread_attr_destroy(&attr);
+	/* Only on this thread's own stack: a handler running on another
+	 * (a coroutine's, an alternate signal stack) would clear memory
+	 * that is not free stack. */
+	if (r != 0 || frame < (char *)low + 1024 || frame >= (char *)low + size)
+		return;
+	/* The fake stack (detect_stack_use_after_return) forgets the frames
+	 * left behind; the real stack is cleared from a page below this
+	 * frame up to the stack's top (the live frames' redzones too: the
+	 * thread is being cancelled, its frames are all about to go). */
+	__asan_handle_no_return();
+	/* The rest of the span below, never below this thread's stack. */
+	if ((char *)low > from)
+		from = low;
+	if (from < below)
+		ASAN_UNPOISON_MEMORY_REGION(from, (size_t)(below - from));
+}
+#endif
 
 #if RL_ANNOTATE
 

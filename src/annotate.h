@@ -233,6 +233,31 @@ static inline void rl_hb_acquire_last(const void *key) { (void)key; }
 static inline void rl_race_ok(const void *addr, size_t len) { (void)addr; (void)len; }
 #endif
 
+/*
+ * AddressSanitizer and thread cancellation.  A cancelled wait leaves
+ * through glibc's unwinder, which longjmps past the library's own frames
+ * (wait_loop() and below) into the frame that pushed the cleanup handler.
+ * AddressSanitizer does not see that jump, so the redzones of the frames
+ * left behind stay poisoned, and the handler's own calls, which reuse that
+ * stack, are reported as stack-buffer-overflows that are not there.
+ * rl_asan_unwound(), first thing in every cleanup handler the library
+ * pushes, clears the stale poison below the handler's frame (the stack
+ * there is free) and lets the fake stack drop the frames left behind.
+ * Built without AddressSanitizer it is nothing.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define RL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RL_ASAN 1
+#endif
+#endif
+#ifdef RL_ASAN
+__attribute__((visibility("hidden"), noinline)) void rl_asan_unwound(void);
+#else
+static inline void rl_asan_unwound(void) {}
+#endif
+
 /* USDT probes: a nop each, unless a tracer attaches. */
 #if RANGELOCK_HAVE_SDT
 #include <sys/sdt.h>

@@ -109,6 +109,7 @@ int range_lock_async_init(struct range_lock_async *req, uint64_t start,
 static void completion_did_not_return(void *arg)
 {
 	(void)arg;
+	rl_asan_unwound(); /* annotate.h: pthread_exit()'s unwinding */
 	rl_die("rl_async_run", NULL, "a completion of an asynchronous request did "
 	       "not return (pthread_exit() in a completion?)");
 }

@@ -40,7 +40,7 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 		/* Overtaking or not: the same code would deadlock once the
 		 * requests it passes are marked (POLICY rule 8). */
 		if (w->kind != WAIT_TIMED)
-			rl_check_self_deadlock(tree, lock, reader, call);
+			rl_check_self_deadlock(tree, lock, reader, call, lock);
 	}
 	/* Marked from the start: an interruptible waiter is never overtaken,
 	 * so it never wakes at the hand-off bound or to claim -- instants in
@@ -122,9 +122,15 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 	int r;
 
 	if (__builtin_expect(f != NULL, 0)) {
-		if (is_segments(f)) /* a tree with segments (segments.c) */
+		if (is_segments(f)) { /* a tree with segments (segments.c) */
+			struct range_lock_tree *t = rl_seg_one(f, lock);
+
+			if (t) /* within one stripe: that segment's tree */
+				return rl_lock_in(call, t, lock, reader, w, subclass,
+						  CHECKS_SITE(site));
 			return rl_seg_lock(call, tree, lock, reader, w, subclass,
 					   CHECKS_SITE(site));
+		}
 		if (file_range_bad(call, tree, lock, w->kind != WAIT_PLAIN))
 			return -EINVAL;
 	}
@@ -319,9 +325,15 @@ trylock_two_levels(const char *call, struct range_lock_tree *tree,
 	struct range_lock_file *f = tree ? file_of(tree) : NULL;
 
 	if (__builtin_expect(f != NULL, 0)) {
-		if (is_segments(f)) /* a tree with segments (segments.c) */
+		if (is_segments(f)) { /* a tree with segments (segments.c) */
+			struct range_lock_tree *t = rl_seg_one(f, lock);
+
+			if (t) /* within one stripe: that segment's tree */
+				return rl_trylock_in(call, t, lock, reader,
+						     CHECKS_SITE(site));
 			return rl_seg_lock(call, tree, lock, reader, NULL, 0,
 					   CHECKS_SITE(site));
+		}
 		file_range_bad(call, tree, lock, false);
 	}
 	if (!trylock_common(call, tree, lock, reader, site))

@@ -335,7 +335,12 @@ static inline bool file_release(const char *call, struct range_lock_tree *tree,
 
 	if (__builtin_expect(f != NULL, 0)) {
 		if (is_segments(f)) {
-			rl_seg_unlock(call, tree, lock, reader);
+			struct range_lock_tree *t = rl_seg_one(f, lock);
+
+			if (t) /* within one stripe: that segment's tree */
+				rl_unlock_in(call, t, lock, reader);
+			else
+				rl_seg_unlock(call, tree, lock, reader);
 			return true;
 		}
 		rl_file_unlock(f, lock->start, lock->last, reader);

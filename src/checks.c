@@ -260,7 +260,7 @@ static const struct range_lock *waiter_between(const struct range_lock_tree *tre
 
 void rl_check_self_deadlock(const struct range_lock_tree *tree,
 			    const struct range_lock *lock, bool reader,
-			    const char *call)
+			    const char *call, const struct range_lock *shown)
 {
 	uint32_t me = rl_thread_id();
 	const struct range_lock *w = NULL;
@@ -282,8 +282,8 @@ void rl_check_self_deadlock(const struct range_lock_tree *tree,
 		fprintf(stderr, "librangelock: self-deadlock: thread %u calls %s on "
 				"[%llu, %llu] of tree %p while it holds [%llu, %llu] "
 				"for %s there (locked at ", me, call,
-			(unsigned long long)lock->start, (unsigned long long)lock->last,
-			(const void *)tree, (unsigned long long)h->start,
+			(unsigned long long)shown->start, (unsigned long long)shown->last,
+			(const void *)h->tree, (unsigned long long)h->start,
 			(unsigned long long)h->last,
 			is_reader(h->lock) ? "reading" : "writing");
 		print_site(stderr, h->site);

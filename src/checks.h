@@ -17,10 +17,12 @@
 /* Under tree_lock: abort with a message if the tree breaks an invariant. */
 void rl_check_tree(const struct range_lock_tree *tree);
 /* Under tree_lock, before a request that must wait enters: abort if the
- * calling thread holds a conflicting range of @tree. */
+ * calling thread holds a conflicting range of @tree.  @shown is the request
+ * as its caller sees it, for the message: @lock itself, or the request a
+ * part (@lock) of a spanning request belongs to. */
 void rl_check_self_deadlock(const struct range_lock_tree *tree,
 			    const struct range_lock *lock, bool reader,
-			    const char *call);
+			    const char *call, const struct range_lock *shown);
 /* After a lock call succeeded (no tree_lock held): record the hold, check
  * the order of trees this thread holds. */
 void rl_check_acquired(struct range_lock_tree *tree, struct range_lock *lock,
@@ -35,9 +37,10 @@ void rl_check_resized(const struct range_lock_tree *tree,
 static inline void rl_check_tree(const struct range_lock_tree *tree) { (void)tree; }
 static inline void rl_check_self_deadlock(const struct range_lock_tree *tree,
 					  const struct range_lock *lock,
-					  bool reader, const char *call)
+					  bool reader, const char *call,
+					  const struct range_lock *shown)
 {
-	(void)tree; (void)lock; (void)reader; (void)call;
+	(void)tree; (void)lock; (void)reader; (void)call; (void)shown;
 }
 static inline void rl_check_acquired(struct range_lock_tree *tree,
 				     struct range_lock *lock, int subclass,

@@ -102,6 +102,7 @@
 #include <rangelock/rangelock.h>
 
 #include "file_lock.h"
+#include "annotate.h"
 #include "wait.h"
 
 #define OFF_MAX_U ((uint64_t)INT64_MAX)
@@ -615,6 +616,7 @@ static void withdraw_on_cancel(void *arg)
 {
 	struct attempt *a = arg;
 
+	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
 	withdraw(a);
 	a->on_cancel(a->arg);
 }

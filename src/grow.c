@@ -184,7 +184,8 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 
 		if (w->kind != WAIT_TIMED) { /* the parts, as grow_enter() set them */
 			for (unsigned i = 0; i < g.n; i++)
-				rl_check_self_deadlock(tree, &g.part[i], reader, call);
+				rl_check_self_deadlock(tree, &g.part[i], reader, call,
+						       &g.part[i]);
 		}
 		grow_enter(tree, &g, false, w->kind == WAIT_INTERRUPTIBLE, &wl);
 		for (unsigned i = 0; i < g.n; i++) {

@@ -174,7 +174,11 @@
  *                                            | RL_ASYNC_TAG for a queued
  *                                            asynchronous request (set by
  *                                            the submitter, cleared by the
- *                                            granter, both under tree_lock).
+ *                                            granter, both under tree_lock);
+ *                                            RL_PART_FIRST or RL_PART_TAG
+ *                                            for a part of a request that
+ *                                            spans segments (its owner,
+ *                                            before entry; segments.c).
  *   node->start, last of a held request:    by its user only, under tree_lock
  *                                            (shrink, grow: the node is
  *                                            re-keyed in the tree).
@@ -279,9 +283,12 @@ void rl_die(const char *call, const struct range_lock *lock, const char *why)
 /* ---- statistics: a grant (stats.h has the counters, stats.c the rest) -- */
 
 /* A waiter's grant: a growth only stops waiting (its grow counts one
- * acquisition when it merges; its owner was counted as held already). */
+ * acquisition when it merges; its owner was counted as held already); a
+ * part of a spanning request counts nothing. */
 void stat_granted_or_grown(struct range_lock_stats *st, const struct range_lock *lock)
 {
+	if (is_part(lock)) /* its spanning request counts for itself */
+		return;
 	if (is_growth(lock))
 		STAT_ADD(st, waiting_now, -1);
 	else

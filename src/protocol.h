@@ -127,6 +127,22 @@ static inline bool is_async(const struct range_lock *lock)
 	return (lock->owner_tid & RL_ASYNC_TAG) != 0; /* (slot tags and RL_GROWTH_TAG lack the bit) */
 }
 
+/*
+ * A PART of a request that spans segments (segments.c): an internal request
+ * in one segment's tree.  Its owner_tid is one of these two values (bit 30
+ * and a low bit: no thread id, growth, slot or asynchronous tag is either).
+ * Parts are silent in the statistics: the spanning request counts once, in
+ * its first part's segment, under that segment's lock (segments.c), and
+ * the first part stands for it in a recount (stats.c).
+ */
+#define RL_PART_TAG   (RL_GROWTH_TAG | 2u) /* a part other than the first */
+#define RL_PART_FIRST (RL_GROWTH_TAG | 3u) /* the first (lowest segment's) */
+
+static inline bool is_part(const struct range_lock *lock)
+{
+	return (lock->owner_tid | 1u) == RL_PART_FIRST;
+}
+
 
 /* The calling thread's completions to run (async.c): appended under
  * tree_lock by the releases this thread makes, run by wake_list_flush()

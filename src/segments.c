@@ -23,7 +23,10 @@
  *  - A request whose range lies in one stripe -- or in several stripes of
  *    one segment, impossible unless S = 1 -- lies in ONE segment: the
  *    public call runs on that segment's tree, as on any tree (rl_lock_in()
- *    and the rest, calls.c), with the user's own request.  Two such
+ *    and the rest, calls.c), with the user's own request: straight from
+ *    the public call for a range within one stripe (rl_seg_one(),
+ *    segments.h), with the same one-part case kept in rl_seg_lock(), which
+ *    S >= 2 never reaches.  Two such
  *    requests in different segments write no common line and take no
  *    common lock.
  *  - A request meeting several segments SPANS them.  Its PART in segment g
@@ -74,12 +77,19 @@
  *   the user's request of a spanning hold: rb_left (the span), flags
  *       (RL_LINKED | mode), seqnum: only by its owner, while it locks and
  *       unlocks.
+ *   span->counted (what the request counted itself as in the statistics):
+ *       by its owner, under its first part's segment lock; read by a
+ *       recount under every segment's lock (STATISTICS below).
+ *   struct rl_segments' user_stats and stats: set once, by enable_stats
+ *       under every segment's lock (user_stats a release store, read with
+ *       acquire loads by get_stats and reset_stats, which then lock every
+ *       segment); freed by destroy.
  * No memory order is new here: every decision is taken under the
  * segments' internal locks, and grants are the wait words' CASes.
  *
  * Not yet supported on a segmented tree (documented in the header; each
  * aborts or returns -ENOTSUP): sets, grow and shrink, asynchronous
- * requests, binding to a file, statistics.
+ * requests, binding to a file.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -89,12 +99,15 @@
 
 #include "calls.h"
 #include "segments.h"
+#include "stats.h"
 
 /* A spanning request's parts. */
 struct span {
 	struct range_lock_tree *top;  /* the tree it was locked in */
 	unsigned n;
 	bool reader;
+	int counted;                  /* SPAN_*: under part[0]'s segment lock */
+	uint64_t wait_start_ns;       /* its wait, if statistics were on */
 	struct range_lock part[];     /* ascending by segment */
 };
 
@@ -140,6 +153,13 @@ static void lock_all(struct rl_segments *s)
 	}
 }
 
+/* The same for statistics, which are on only where fast reads are off. */
+static void lock_all_keep_fast(struct rl_segments *s)
+{
+	for (unsigned g = 0; g < 1u << s->log2n; g++)
+		tree_lock(rl_seg_tree(s, g));
+}
+
 static void unlock_all(struct rl_segments *s)
 {
 	for (unsigned g = 1u << s->log2n; g-- > 0;)
@@ -168,6 +188,7 @@ int rl_seg_destroy(struct range_lock_tree *tree)
 	__atomic_store_n(&tree->file, NULL, __ATOMIC_RELAXED);
 	rl_hb_release(tree_lock_word(tree));
 	atomic_store_explicit(tree_lock_word(tree), 0, memory_order_release);
+	free(s->stats);
 	free(s);
 	return 0;
 }
@@ -205,6 +226,10 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 	if (segments == 0 || segments > RL_SEG_MAX || (segments & (segments - 1)) ||
 	    stripe_shift > 63)
 		return -EINVAL;
+	/* Statistics stay where they were enabled (as for a plain tree). */
+	if (tree_is_segmented(tree) &&
+	    __atomic_load_n(&segments_of(tree)->user_stats, __ATOMIC_ACQUIRE))
+		return -ENOTSUP;
 	if (segments == 1) {
 		if (tree_is_segmented(tree))
 			return rl_seg_destroy(tree);
@@ -254,6 +279,102 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 	return 0;
 }
 
+/* ---- statistics ------------------------------------------------------- */
+
+/*
+ * Each segment counts in its own block (struct rl_seg_stats, allocated at
+ * enabling and freed with the segments), under its own lock, exactly as a
+ * tree without segments counts; a spanning request counts once, in its
+ * first part's segment (span_count()).  Enabling, reading and resetting
+ * lock every segment: the sums are a snapshot, as on a plain tree.
+ */
+int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *storage)
+{
+	struct rl_segments *s = segments_of(tree);
+	unsigned nseg = 1u << s->log2n;
+	struct rl_seg_stats *blocks;
+	void *mem;
+	int r = 0;
+
+	if (posix_memalign(&mem, 128, nseg * sizeof(*blocks)))
+		return -ENOMEM;
+	blocks = mem;
+	lock_all(s); /* statistics count in the trees: no fast reads from now on */
+	if (s->user_stats) {
+		r = s->user_stats == storage ? 0 : -EBUSY;
+	} else {
+		rl_race_ok(blocks, nseg * sizeof(*blocks));
+		rl_race_ok(storage, sizeof(*storage));
+		stats_zero(storage);
+		for (unsigned g = 0; g < nseg; g++) {
+			struct range_lock_tree *t = rl_seg_tree(s, g);
+
+			rl_race_ok(&t->stats, sizeof(t->stats));
+			stats_zero(&blocks[g].st);
+			stats_recount(t, &blocks[g].st);
+			/* release: a waiter that sees the pointer sees zeroed counters */
+			__atomic_store_n(&t->stats, &blocks[g].st, __ATOMIC_RELEASE);
+		}
+		s->stats = blocks;
+		__atomic_store_n(&s->user_stats, storage, __ATOMIC_RELEASE);
+		blocks = NULL;
+	}
+	unlock_all(s);
+	free(blocks);
+	return r;
+}
+
+int rl_seg_get_stats(struct range_lock_tree *tree, struct range_lock_stats *out)
+{
+	struct rl_segments *s = segments_of(tree);
+	unsigned nseg = 1u << s->log2n;
+	uint64_t sum[sizeof(*out) / sizeof(uint64_t)] = { 0 };
+	const size_t max = offsetof(struct range_lock_stats, wait_ns_max) / sizeof(uint64_t);
+	struct range_lock_stats *user;
+
+	/* Set once, never cleared while the segments live. */
+	user = __atomic_load_n(&s->user_stats, __ATOMIC_ACQUIRE);
+	if (!user) {
+		memset(out, 0, sizeof(*out));
+		return -ENODATA;
+	}
+	lock_all_keep_fast(s);
+	for (unsigned g = 0; g < nseg; g++) {
+		const stat_word_t *f = (const stat_word_t *)(const void *)&s->stats[g].st;
+
+		for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++) {
+			uint64_t v = __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+
+			/* the longest wait is the longest of any segment's;
+			 * the rest, the peaks too, add up */
+			sum[i] = i == max ? (v > sum[i] ? v : sum[i]) : sum[i] + v;
+		}
+	}
+	/* The user's storage receives the sums (every reader holds every
+	 * segment's lock: no two write it at once). */
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		__atomic_store_n(&((stat_word_t *)(void *)user)[i], sum[i], __ATOMIC_RELAXED);
+	unlock_all(s);
+	memcpy(out, sum, sizeof(*out));
+	return 0;
+}
+
+void rl_seg_reset_stats(struct range_lock_tree *tree)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct range_lock_stats *user = __atomic_load_n(&s->user_stats, __ATOMIC_ACQUIRE);
+
+	if (!user)
+		return;
+	lock_all_keep_fast(s);
+	stats_zero(user);
+	for (unsigned g = 0; g < 1u << s->log2n; g++) {
+		stats_zero(&s->stats[g].st);
+		stats_recount(rl_seg_tree(s, g), &s->stats[g].st);
+	}
+	unlock_all(s);
+}
+
 /* ---- spanning requests ------------------------------------------------ */
 
 static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lock,
@@ -275,22 +396,81 @@ static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lo
 		r->start = p.start;
 		r->last = p.last;
 		r->subtree_last = p.last;
-		r->owner_tid = rl_thread_id();
+		r->owner_tid = i == 0 ? RL_PART_FIRST : RL_PART_TAG;
 	}
+	sp->counted = SPAN_OUT;
+	sp->wait_start_ns = 0;
 	return sp;
 }
 
 /*
- * Take part @p out of segment tree @t, held or waiting (a release walk,
- * waking what it blocked there).
+ * STATISTICS.  A spanning request counts once, as a plain request does, in
+ * the segment of its first part and under that segment's lock; its parts
+ * count nothing (is_part()).  sp->counted says what it counted itself as
+ * (SPAN_WAITING, SPAN_HELD, SPAN_OUT), kept whether statistics are on or
+ * not, so that a recount (enable, reset: every segment locked) counts the
+ * request by its first part as it will uncount itself.  It changes with
+ * that part's presence in its tree: SPAN_OUT only as the part leaves.
+ *
+ * span_count(): the request moves to @to (SPAN_HELD after its wait;
+ * SPAN_OUT at its unlock, or at a give-up: @why -EINTR, -ETIMEDOUT, or
+ * -ECANCELED for a cancellation), under part[0]'s segment lock @t0.
  */
-static void span_leave(struct range_lock_tree *t, struct range_lock *p)
+static void span_count(struct span *sp, struct range_lock_tree *t0, int to, int why)
+{
+	struct range_lock_stats *st = t0->stats;
+
+	if (st && sp->counted == SPAN_WAITING) {
+		if (sp->wait_start_ns)
+			stat_wait_time(st, now_ns() - sp->wait_start_ns);
+		if (to == SPAN_HELD) {
+			stat_granted(st, sp->reader, true);
+		} else {
+			STAT_ADD(st, waiting_now, -1);
+			if (why == -EINTR)
+				STAT_ADD(st, gave_up_signal, 1);
+			else if (why == -ETIMEDOUT)
+				STAT_ADD(st, gave_up_timeout, 1);
+			else
+				STAT_ADD(st, gave_up_cancel, 1);
+		}
+	} else if (st && sp->counted == SPAN_HELD && to == SPAN_OUT) {
+		STAT_ADD(st, held_now, -1);
+	}
+	sp->counted = to;
+}
+
+static struct span *span_of_first(const struct range_lock *first)
+{
+	return (struct span *)(void *)((const char *)first - offsetof(struct span, part));
+}
+
+int rl_span_counted(const struct range_lock *first)
+{
+	return span_of_first(first)->counted;
+}
+
+/* The waiting code withdrew a spanning request's first part (a give-up,
+ * @why as for span_count()), under its segment's lock @t0. */
+void rl_span_withdrawn(struct range_lock_tree *t0, struct range_lock *first, int why)
+{
+	span_count(span_of_first(first), t0, SPAN_OUT, why);
+}
+
+/*
+ * Take part @p out of segment tree @t, held or waiting (a release walk,
+ * waking what it blocked there).  For the first part, @why is the reason
+ * the request leaves (0: an unlock; else as for span_count()).
+ */
+static void span_leave(struct range_lock_tree *t, struct span *sp, struct range_lock *p, int why)
 {
 	struct wake_list wl;
 	uint32_t word;
 
 	wl.n = 0;
 	tree_lock(t);
+	if (p == &sp->part[0])
+		span_count(sp, t, SPAN_OUT, why);
 	word = atomic_load_explicit(wait_word(p), memory_order_relaxed);
 	if (blockers_of(word))
 		t->nr_waiting--;
@@ -302,31 +482,41 @@ static void span_leave(struct range_lock_tree *t, struct range_lock *p)
 struct span_wait {
 	struct span *sp;
 	unsigned skip; /* the part the waiting code withdrew */
+	int why;       /* -EINTR, -ETIMEDOUT; -ECANCELED: cancellation */
 };
 
 /* After the part being waited for gave up: every other part leaves. */
-static void span_abandon(void *arg)
+static void span_abandon(struct span_wait *sw)
 {
-	struct span_wait *sw = arg;
 	struct span *sp = sw->sp;
 	struct rl_segments *s = segments_of(sp->top);
 
 	for (unsigned i = 0; i < sp->n; i++)
 		if (i != sw->skip)
-			span_leave(part_tree(s, &sp->part[i]), &sp->part[i]);
+			span_leave(part_tree(s, &sp->part[i]), sp, &sp->part[i], sw->why);
 	free(sp);
+}
+
+/* The same, as the cleanup handler of a cancelled killable wait. */
+static void span_abandon_on_cancel(void *arg)
+{
+	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
+	span_abandon(arg);
 }
 
 /*
  * One arrival into every segment of @sp (see DESIGN).  Returns the number
  * of parts that wait (0: held), or -1 for a trylock (@w NULL) that would
  * wait, or -EINVAL for a timed call that would wait with a bad deadline;
- * in both cases nothing was entered.
+ * in both cases nothing was entered.  @shown: the user's request (for the
+ * checking mode's report).
  */
-static int span_enter(const char *call, struct span *sp, struct waiter *w)
+static int span_enter(const char *call, struct span *sp,
+		      const struct range_lock *shown, struct waiter *w)
 {
 	struct rl_segments *s = segments_of(sp->top);
 	uint32_t blockers[RL_SEG_MAX];
+	struct range_lock_stats *st;
 	bool reader = sp->reader;
 	struct entry_scan scan;
 	uint64_t seq = 0;
@@ -351,8 +541,11 @@ static int span_enter(const char *call, struct span *sp, struct waiter *w)
 		blockers[i] = scan.blockers;
 		waiting += scan.blockers != 0;
 	}
+	st = part_tree(s, &sp->part[0])->stats; /* (its lock is held) */
 	if (waiting && (!w || (w->kind == WAIT_TIMED &&
 			       !timespec_valid(w->clockid, w->abstime)))) {
+		if (!w && st)
+			STAT_ADD(st, trylock_failed, 1);
 		for (unsigned i = sp->n; i-- > 0;)
 			tree_unlock(part_tree(s, &sp->part[i]));
 		return w ? -EINVAL : -1;
@@ -361,7 +554,7 @@ static int span_enter(const char *call, struct span *sp, struct waiter *w)
 		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
 
 		if (blockers[i] && w->kind != WAIT_TIMED)
-			rl_check_self_deadlock(t, &sp->part[i], reader, call);
+			rl_check_self_deadlock(t, &sp->part[i], reader, call, shown);
 	}
 	for (unsigned i = 0; i < sp->n; i++) {
 		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
@@ -372,8 +565,18 @@ static int span_enter(const char *call, struct span *sp, struct waiter *w)
 			atomic_fetch_or_explicit(wait_word(&sp->part[i]), HANDOFF,
 						 memory_order_relaxed);
 	}
+	sp->counted = waiting ? SPAN_WAITING : SPAN_HELD;
+	if (st && waiting) {
+		STAT_ADD(st, contended, 1);
+		STAT_ADD(st, waiting_now, 1);
+		STAT_PEAK(st, waiting_now, waiting_peak);
+	} else if (st) {
+		stat_granted(st, reader, false);
+	}
 	for (unsigned i = sp->n; i-- > 0;)
 		tree_unlock(part_tree(s, &sp->part[i]));
+	if (st && waiting)
+		sp->wait_start_ns = now_ns();
 	return waiting;
 }
 
@@ -429,12 +632,22 @@ static int span_wait_parts(struct span *sp, struct waiter *w, struct span_wait *
  */
 static int span_wait(struct span *sp, struct waiter *w)
 {
-	struct span_wait sw = { sp, 0 };
+	struct span_wait sw = { sp, 0, -ECANCELED };
+	struct range_lock_tree *t0;
 	int r;
 
-	pthread_cleanup_push(span_abandon, &sw);
+	pthread_cleanup_push(span_abandon_on_cancel, &sw);
 	r = span_wait_parts(sp, w, &sw);
-	pthread_cleanup_pop(r != 0);
+	pthread_cleanup_pop(0);
+	if (r) {
+		sw.why = r;
+		span_abandon(&sw);
+	} else { /* held: counted so, under its first part's lock */
+		t0 = part_tree(segments_of(sp->top), &sp->part[0]);
+		tree_lock(t0);
+		span_count(sp, t0, SPAN_HELD, 0);
+		tree_unlock(t0);
+	}
 	return r;
 }
 
@@ -451,7 +664,7 @@ static int span_lock(const char *call, struct range_lock_tree *tree,
 			       "that spans segments");
 		return -ENOMEM;
 	}
-	r = span_enter(call, sp, w);
+	r = span_enter(call, sp, lock, w);
 	if (r < 0) {
 		free(sp);
 		return r == -1 ? 0 : r; /* trylock: busy */
@@ -513,7 +726,7 @@ void rl_seg_unlock(const char *call, struct range_lock_tree *tree, struct range_
 					  : "range is held for reading, not writing");
 	rl_check_released(tree, lock);
 	for (unsigned i = 0; i < sp->n; i++)
-		span_leave(part_tree(s, &sp->part[i]), &sp->part[i]);
+		span_leave(part_tree(s, &sp->part[i]), sp, &sp->part[i], 0);
 	lock->rb_parent_flags = 0;
 	lock->rb_left = NULL;
 	free(sp);

@@ -92,7 +92,8 @@ static int lock_many_common(const char *call, struct range_lock_tree *tree,
 		if (w->kind != WAIT_TIMED) {
 			for (unsigned i = 0; i < n; i++)
 				rl_check_self_deadlock(tree, items[i].lock,
-						       items[i].mode == RANGE_LOCK_READ, call);
+						       items[i].mode == RANGE_LOCK_READ, call,
+						       items[i].lock);
 		}
 		enter_many(tree, items, n, false, w->kind == WAIT_INTERRUPTIBLE);
 	}

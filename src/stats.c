@@ -21,18 +21,28 @@
 
 /* ---- enable, get, reset and dump ----------------------------------- */
 
-/* Under tree_lock: recount held_now and waiting_now from the tree. */
-static void stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
+/* Under tree_lock: recount held_now and waiting_now from the tree.  A
+ * request that spans segments counts once, by its first part, as what it
+ * last counted itself (rl_span_counted(): that part's segment is locked). */
+void stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
 {
 	uint64_t held = 0, waiting = 0;
 	const struct range_lock *n;
 
 	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
-		if (atomic_load_explicit(wait_word((struct range_lock *)n),
-					 memory_order_relaxed) != 0)
+		if (is_part(n)) {
+			if (n->owner_tid == RL_PART_FIRST) {
+				int c = rl_span_counted(n);
+
+				held += c == SPAN_HELD;
+				waiting += c == SPAN_WAITING;
+			}
+		} else if (atomic_load_explicit(wait_word((struct range_lock *)n),
+						memory_order_relaxed) != 0) {
 			waiting++;
-		else if (!is_growth(n)) /* a granted growth: its owner is held */
+		} else if (!is_growth(n)) { /* a granted growth: its owner is held */
 			held++;
+		}
 	}
 	__atomic_store_n(&st->held_now, held, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->waiting_now, waiting, __ATOMIC_RELAXED);
@@ -40,11 +50,8 @@ static void stats_recount(struct range_lock_tree *tree, struct range_lock_stats 
 	__atomic_store_n(&st->waiting_peak, waiting, __ATOMIC_RELAXED);
 }
 
-/* The counters as an array; 8-aligned (as the struct is) so that i386 does
- * its atomic 64-bit accesses inline rather than through libatomic. */
-typedef uint64_t stat_word_t __attribute__((aligned(8)));
 
-static void stats_zero(struct range_lock_stats *st)
+void stats_zero(struct range_lock_stats *st)
 {
 	stat_word_t *f = (stat_word_t *)st;
 
@@ -60,7 +67,7 @@ int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 	if (!tree || !storage)
 		return -EINVAL;
 	if (tree_is_segmented(tree))
-		return -ENOTSUP;
+		return rl_seg_enable_stats(tree, storage);
 	tree_lock(tree);
 	if (tree->stats && tree->stats != storage) {
 		r = -EBUSY;
@@ -88,10 +95,8 @@ int range_lock_tree_get_stats(struct range_lock_tree *tree,
 
 	if (!tree || !out)
 		return -EINVAL;
-	if (tree_is_segmented(tree)) { /* statistics are never on there */
-		memset(out, 0, sizeof(*out));
-		return -ENODATA;
-	}
+	if (tree_is_segmented(tree))
+		return rl_seg_get_stats(tree, out);
 	tree_lock(tree);
 	if (!tree->stats) {
 		tree_unlock(tree);
@@ -109,8 +114,10 @@ void range_lock_tree_reset_stats(struct range_lock_tree *tree)
 {
 	if (!tree)
 		rl_die("range_lock_tree_reset_stats", NULL, "NULL tree");
-	if (tree_is_segmented(tree))
+	if (tree_is_segmented(tree)) {
+		rl_seg_reset_stats(tree);
 		return;
+	}
 	tree_lock(tree);
 	if (tree->stats) {
 		stats_zero(tree->stats);
@@ -154,6 +161,8 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 		/* A reader taken from its slot knows its slot, not its thread. */
 		if (n->owner_tid & RL_SLOT_TAG)
 			snprintf(who, sizeof(who), "slot=%u", n->owner_tid & ~RL_SLOT_TAG);
+		else if (is_part(n)) /* of a request that spans segments */
+			snprintf(who, sizeof(who), "span part");
 		else if (is_growth(n)) /* units a held request is growing into */
 			snprintf(who, sizeof(who), "growth");
 		else if (is_async(n)) /* submitted by that thread, no thread waits */

@@ -28,4 +28,17 @@ static inline struct range_lock_stats *stats_of(struct range_lock_tree *tree)
 			__atomic_store_n(&(st)->peak, v_, __ATOMIC_RELAXED); \
 	} while (0)
 
+#ifndef RL_HIDDEN
+#define RL_HIDDEN __attribute__((visibility("hidden")))
+#endif
+
+/* The counters as an array; 8-aligned (as the struct is) so that i386 does
+ * its atomic 64-bit accesses inline rather than through libatomic. */
+typedef uint64_t stat_word_t __attribute__((aligned(8)));
+
+/* stats.c: zero every counter (relaxed stores); under @tree's tree_lock,
+ * set held_now, waiting_now and the peaks from the requests in @tree. */
+RL_HIDDEN void stats_zero(struct range_lock_stats *st);
+RL_HIDDEN void stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st);
+
 #endif /* RANGELOCK_STATS_H */

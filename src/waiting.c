@@ -30,6 +30,7 @@
 
 #include "annotate.h"
 #include "protocol.h"
+#include "segments.h"
 #include "stats.h"
 #include "wait.h"
 #include "waiting.h"
@@ -61,7 +62,7 @@ static _Thread_local uint32_t grant_spin_budget
 
 /* ---- waiting time ---------------------------------------------------- */
 
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
 	struct timespec ts;
 
@@ -69,7 +70,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void stat_wait_time(struct range_lock_stats *st, uint64_t ns)
+void stat_wait_time(struct range_lock_stats *st, uint64_t ns)
 {
 	uint64_t max = __atomic_load_n(&st->wait_ns_max, __ATOMIC_RELAXED);
 
@@ -180,7 +181,7 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 
 	wl.n = 0;
 	tree_lock(tree);
-	st = tree->stats;
+	st = is_part(lock) ? NULL : tree->stats; /* a part counts nothing */
 	word = atomic_load_explicit(wait_word(lock), memory_order_acquire);
 	granted = word == 0;
 	if (why != GIVE_UP_CANCEL && (granted || word == ELIGIBLE)) {
@@ -203,6 +204,9 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 		}
 		stat_give_up(st, why);
 	}
+	if (__builtin_expect(lock->owner_tid == RL_PART_FIRST, 0)) /* it counts */
+		rl_span_withdrawn(tree, lock, why == GIVE_UP_SIGNAL ? -EINTR :
+					      why == GIVE_UP_TIMEOUT ? -ETIMEDOUT : -ECANCELED);
 	remove_request(tree, lock, &wl);
 	tree_unlock(tree);
 	wake_list_flush(&wl);
@@ -424,6 +428,7 @@ static void withdraw_on_cancel(void *arg)
 {
 	struct waiter *w = arg;
 
+	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
 	rl_probe_give_up(w->tree, w->lock, w->reader, -ECANCELED);
 	if (w->items)
 		withdraw_group(w, GIVE_UP_CANCEL);
@@ -444,7 +449,9 @@ static int wait_loop_killable(struct waiter *w)
 
 int wait_for_grant(struct waiter *w)
 {
-	struct range_lock_stats *st = stats_of(w->tree);
+	/* A part of a spanning request counts nothing: the request times
+	 * its whole wait (segments.c). */
+	struct range_lock_stats *st = is_part(w->lock) ? NULL : stats_of(w->tree);
 	int r;
 
 	rl_async_check_may_wait("lock call", w->lock);

@@ -106,6 +106,11 @@ RL_HIDDEN void rl_sooner_user_deadline(const struct waiter *w, struct timespec *
  */
 RL_HIDDEN int wait_for_grant(struct waiter *w);
 
+/* CLOCK_MONOTONIC in nanoseconds; a wait's time into the statistics
+ * (relaxed RMWs: no tree_lock needed). */
+RL_HIDDEN uint64_t now_ns(void);
+RL_HIDDEN void stat_wait_time(struct range_lock_stats *st, uint64_t ns);
+
 /*
  * The same for @w->items (@w->n requests of @w->tree, entered together):
  * 0 when every one is granted; else they all left the tree (held ones are

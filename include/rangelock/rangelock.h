@@ -125,7 +125,8 @@
  *      range_lock_tree_set_file(), when the first bind of a file cannot
  *      reopen it.
  *     -ENOTSUP: a call that a tree with segments does not support yet
- *      (range_lock_tree_set_segments() lists them).
+ *      (range_lock_tree_set_segments() lists them); set_segments() on a
+ *      tree with statistics enabled.
  *     -ENOMEM: range_lock_tree_set_segments(), and on a tree with
  *      segments the lock calls that can fail, for a range that spans
  *      segments.
@@ -551,24 +552,25 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * without segments (word mode).
  *
  * On a tree with segments: the lock, trylock, unlock and downgrade calls,
- * range_lock_tree_set_fifo(), range_lock_tree_set_fast_read(), the dump and
- * destroy work as documented.  Not supported yet: sets (range_lock_many()
- * and range_unlock_many() abort with a message, the other forms return
- * -ENOTSUP), grow and shrink (-ENOTSUP, range_lock_grow_try() included),
- * asynchronous requests (-ENOTSUP; range_lock_async_cancel() of a request
- * submitted before the tree got segments: -EALREADY), binding to a file
- * (range_lock_tree_set_file(): -ENOTSUP) and statistics
- * (range_lock_tree_enable_stats(): -ENOTSUP; range_lock_tree_get_stats():
- * -ENODATA).  A spanning lock call that
- * cannot allocate its parts returns -ENOMEM (the plain and trylock calls
- * abort with a message).
+ * range_lock_tree_set_fifo(), range_lock_tree_set_fast_read(), statistics,
+ * the dump and destroy work as documented.  Statistics see the whole tree
+ * and count a spanning request once; enable them after the segments
+ * (range_lock_tree_enable_stats() says how they are kept).  Not supported
+ * yet: sets (range_lock_many() and range_unlock_many() abort with a
+ * message, the other forms return -ENOTSUP), grow and shrink (-ENOTSUP,
+ * range_lock_grow_try() included), asynchronous requests (-ENOTSUP;
+ * range_lock_async_cancel() of a request submitted before the tree got
+ * segments: -EALREADY) and binding to a file (range_lock_tree_set_file():
+ * -ENOTSUP).  A spanning lock call that cannot allocate its parts returns
+ * -ENOMEM (the plain and trylock calls abort with a message).
  *
  * Return: 0; -EINVAL for a bad @segments or @stripe_shift; -EBUSY if the
  * tree is not empty (nothing is changed); -ENOTSUP if it is bound to a
- * file or has statistics enabled; -ENOMEM.  Calling it again with other
- * values re-segments an empty tree.  A tree with segments owns memory:
- * range_lock_tree_destroy() frees it (or range_lock_tree_set_segments()
- * with @segments 1).
+ * file or has statistics enabled (enable them after the segments); -ENOMEM.
+ * Calling it again with other values re-segments an empty tree without
+ * statistics.  A tree with segments owns memory: range_lock_tree_destroy()
+ * frees it, and its statistics with it (or range_lock_tree_set_segments()
+ * with @segments 1, without statistics).
  *
  * Since: 0.4
  */
@@ -1263,8 +1265,17 @@ struct RANGELOCK_ALIGN8 range_lock_stats {
  * readers present are moved into the tree and counted) and do not resume
  * while statistics are enabled.
  *
+ * On a tree with segments (range_lock_tree_set_segments()) each segment
+ * counts in memory of its own, which the library allocates here (128
+ * bytes a segment) and frees at range_lock_tree_destroy(), so that
+ * segments still share no cache line; @storage receives the whole tree's
+ * counters at each range_lock_tree_get_stats().  A request that spans
+ * segments counts once (one acquisition, one hold, one wait), not once per
+ * segment.  held_peak and waiting_peak are then the sums of the segments'
+ * peaks: at least the whole tree's peak, possibly more.
+ *
  * Return: 0, or -EINVAL if @storage is NULL, or -EBUSY if statistics are
- * already enabled with other storage.
+ * already enabled with other storage, or -ENOMEM (a tree with segments).
  *
  * Since: 0.1
  */
@@ -1272,7 +1283,8 @@ RANGELOCK_API int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 					       struct range_lock_stats *storage);
 /**
  * range_lock_tree_get_stats() - copy the counters.  All but the wait times
- * form a consistent snapshot (taken under the internal lock); a waiter adds
+ * form a consistent snapshot (taken under the internal lock, every
+ * segment's on a tree with segments); a waiter adds
  * its wait time without that lock, just after its grant.
  *
  * Return: 0, or -ENODATA if statistics were never enabled for @tree (@stats
@@ -1284,7 +1296,9 @@ RANGELOCK_API int range_lock_tree_get_stats(struct range_lock_tree *tree,
 					    struct range_lock_stats *stats);
 /**
  * range_lock_tree_reset_stats() - zero the counters; held_now and
- * waiting_now (and the peaks) restart from the requests present now.
+ * waiting_now (and the peaks) restart from the requests present now.  On a
+ * tree with segments the storage given to range_lock_tree_enable_stats()
+ * is zeroed too.
  *
  * Since: 0.1
  */
@@ -1298,7 +1312,8 @@ RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
  * (2^22, above every kernel thread id) up an id of the library's own, one
  * per thread, for a thread whose gettid() fails (a seccomp filter may do
  * that); "slot=N" instead for a fast read, which knows its slot, not its
- * thread.  Fast readers are moved into the
+ * thread; on a tree with segments, "span part" for each part of a request
+ * that spans segments.  Fast readers are moved into the
  * tree first, so they are shown too.  Writers waiting on the lock word
  * (word mode) keep no record but their stacks: the dump wakes them, says how
  * many it woke, and they wait in the tree from then on.  Safe at any time; it holds the

@@ -43,6 +43,48 @@ static void test_self_deadlock_stopped(void **state)
 	expect_text(&r, "while it holds [10, 20] for writing");
 }
 
+/* On a tree with segments the report names the user's tree and ranges,
+ * not a segment or a part's hull. */
+static struct range_lock_tree tree_s;
+static uint64_t again_start, again_last;
+
+static void self_deadlock_segmented(void)
+{
+	struct range_lock held, again;
+
+	range_lock_tree_init(&tree_s);
+	if (range_lock_tree_set_segments(&tree_s, 2, 2) != 0) /* stripes of 4 */
+		abort();
+	range_lock_init(&held, 10, 20); /* spans both segments */
+	range_lock_init(&again, again_start, again_last);
+	range_write_lock(&tree_s, &held);
+	range_read_lock(&tree_s, &again);
+}
+
+static void test_self_deadlock_segmented(void **state)
+{
+	static const uint64_t ranges[][2] = {
+		{ 5, 30 },  /* spanning, several parts wait */
+		{ 12, 12 }, /* one segment */
+	};
+	char want[128];
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		struct child_result r;
+
+		again_start = ranges[i][0];
+		again_last = ranges[i][1];
+		run_child(self_deadlock_segmented, &r);
+		assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT);
+		snprintf(want, sizeof(want), "range_read_lock on [%llu, %llu] of tree %p",
+			 (unsigned long long)again_start, (unsigned long long)again_last,
+			 (void *)&tree_s);
+		expect_text(&r, want);
+		expect_text(&r, "while it holds [10, 20] for writing");
+	}
+}
+
 /* Reading a range again is fine, unless a writer arrived in between: it
  * waits for the first read hold, the second waits for it. */
 static struct range_lock_tree tree_c;
@@ -266,6 +308,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_deadlock_stopped),
+		cmocka_unit_test(test_self_deadlock_segmented),
 		cmocka_unit_test(test_try_and_timed_just_fail),
 		cmocka_unit_test(test_recursive_read_behind_writer),
 		cmocka_unit_test(test_read_linked_by_waiting_writer),

@@ -93,6 +93,26 @@ static void check_parts(unsigned log2n, unsigned shift, uint64_t a, uint64_t b)
 				 (unsigned long long)lo[g], (unsigned long long)hi[g]);
 	}
 	assert_int_equal(k, n);
+
+	/* The calls' quick dispatch: a range within one stripe goes straight
+	 * to its segment's tree; every other range to the general code. */
+	size_t size = (sizeof(s) + S * sizeof(s.seg[0]) + 127) / 128 * 128;
+	struct rl_segments *segs = aligned_alloc(128, size);
+	const struct range_lock_file *f =
+		(const struct range_lock_file *)((uintptr_t)segs | RL_SEGMENTS_TAG);
+	struct range_lock req;
+
+	assert_non_null(segs);
+	*segs = s;
+	range_lock_init(&req, a, b);
+	if (a >> shift == b >> shift) {
+		assert_int_equal(n, 1);
+		assert_ptr_equal(rl_seg_one(f, &req),
+				 rl_seg_tree(segs, (unsigned)((a >> shift) % S)));
+	} else {
+		assert_null(rl_seg_one(f, &req));
+	}
+	free(segs);
 }
 
 static void test_geometry_matches_brute_force(void **state)
@@ -481,6 +501,44 @@ static void test_signal_and_cancel_leave_no_part(void **state)
 	}
 }
 
+/* A cancelled spanning waiter lets in the requests queued behind its parts:
+ * behind the part it held and behind the part it waited with.  (FIFO: the
+ * default policy may let the second follower overtake.) */
+static void test_cancel_lets_followers_in(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock h;
+	struct locker w, f0, f1;
+	pthread_t tw, t0, t1;
+	void *ret;
+
+	(void)state;
+	watchdog(60);
+	for (int round = 0; round < 20; round++) {
+		seg_tree(&tree, 2, 2, true);
+		range_lock_init(&h, 5, 5); /* segment 1 */
+		range_write_lock(&tree, &h);
+		/* Holds its part in segment 0, waits in segment 1. */
+		start_locker(&w, &tw, &tree, 1, 14, round & 1, 2);
+		assert_true(wait_for_parts_waiting(&tree, 1));
+		start_locker(&f0, &t0, &tree, 2, 2, false, 0);   /* segment 0 */
+		start_locker(&f1, &t1, &tree, 13, 13, false, 0); /* segment 1 */
+		assert_true(wait_for_parts_waiting(&tree, 3));
+		pthread_cancel(tw);
+		pthread_join(tw, &ret);
+		assert_ptr_equal(ret, PTHREAD_CANCELED);
+		pthread_join(t0, NULL);
+		pthread_join(t1, NULL);
+		assert_int_equal(atomic_load(&f0.done), 1);
+		assert_int_equal(atomic_load(&f1.done), 1);
+		assert_int_equal(dump_count(&tree, "waiting"), 0);
+		range_write_unlock(&tree, &f0.req);
+		range_write_unlock(&tree, &f1.req);
+		range_write_unlock(&tree, &h);
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
 /* Downgrading a spanning writer lets readers of every segment in. */
 static void test_downgrade_spanning(void **state)
 {
@@ -517,7 +575,6 @@ static void test_admin(void **state)
 {
 	struct range_lock_tree tree;
 	struct range_lock x, y;
-	struct range_lock_stats st;
 	struct range_lock_item item;
 	struct timespec ts;
 
@@ -550,9 +607,6 @@ static void test_admin(void **state)
 	deadline_in(CLOCK_MONOTONIC, 10, &ts);
 	assert_int_equal(range_lock_many_timed(&tree, &item, 1, CLOCK_MONOTONIC, &ts),
 			 -ENOTSUP);
-	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), -ENOTSUP);
-	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
-	range_lock_tree_reset_stats(&tree);
 	range_write_unlock(&tree, &x);
 	/* A request held through a segment's lock word makes it busy too,
 	 * even for the same geometry again. */
@@ -573,6 +627,98 @@ static void test_admin(void **state)
 	range_write_lock(&tree, &x);
 	range_write_unlock(&tree, &x);
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/*
+ * Statistics see the whole tree, and a request that spans segments counts
+ * once (not once per part): acquisitions, holds and waits, a busy trylock,
+ * a timeout; a recount (enabling, reset) counts it once too, as what it is
+ * (held, or waiting).  The storage receives the sums at each reading.
+ * 4 segments by stripes of 4 units.
+ */
+static void expect_stats(struct range_lock_tree *tree, uint64_t rd, uint64_t wr,
+			 uint64_t held, uint64_t waiting, uint64_t contended,
+			 uint64_t timeout, uint64_t try_failed)
+{
+	struct range_lock_stats st;
+
+	assert_int_equal(range_lock_tree_get_stats(tree, &st), 0);
+	assert_int_equal(st.read_acquired, rd);
+	assert_int_equal(st.write_acquired, wr);
+	assert_int_equal(st.held_now, held);
+	assert_int_equal(st.waiting_now, waiting);
+	assert_int_equal(st.contended, contended);
+	assert_int_equal(st.gave_up_timeout, timeout);
+	assert_int_equal(st.trylock_failed, try_failed);
+	assert_int_equal(st.gave_up_signal, 0);
+	assert_int_equal(st.gave_up_cancel, 0);
+}
+
+static void test_stats_count_spans_once(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock_stats storage, other, st;
+	struct range_lock x, y, z;
+	struct timespec ts;
+	struct locker a;
+	pthread_t th;
+
+	(void)state;
+	watchdog(60);
+	seg_tree(&tree, 4, 2, false);
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
+	range_lock_init(&x, 2, 14);            /* 4 parts */
+	range_write_lock(&tree, &x);
+	start_locker(&a, &th, &tree, 1, 6, false, 0); /* 2 parts, waits for x */
+	assert_true(wait_for_parts_waiting(&tree, 2));
+	/* Enabled now: x held and a waiting, each counted once. */
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &storage), 0);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &storage), 0);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &other), -EBUSY);
+	expect_stats(&tree, 0, 0, 1, 1, 0, 0, 0);
+	range_lock_init(&y, 0, 15);
+	assert_false(range_read_trylock(&tree, &y)); /* spanning, busy */
+	expect_stats(&tree, 0, 0, 1, 1, 0, 0, 1);
+	range_write_unlock(&tree, &x);
+	pthread_join(th, NULL);
+	expect_stats(&tree, 0, 1, 1, 0, 0, 0, 1);   /* a granted: once */
+	/* A spanning timed wait that gives up: once. */
+	range_lock_init(&y, 0, 9);
+	deadline_in(CLOCK_MONOTONIC, 20, &ts);
+	assert_int_equal(range_read_timedlock(&tree, &y, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
+	expect_stats(&tree, 0, 1, 1, 0, 1, 1, 1);
+	range_write_unlock(&tree, &a.req);
+	expect_stats(&tree, 0, 1, 0, 0, 1, 1, 1);
+	/* Held at once: a spanning reader and one in one segment. */
+	range_lock_init(&y, 0, 15);
+	assert_true(range_read_trylock(&tree, &y));
+	range_lock_init(&z, 40, 40);
+	range_read_lock(&tree, &z);
+	expect_stats(&tree, 2, 1, 2, 0, 1, 1, 1);
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+	assert_int_equal(memcmp(&storage, &st, sizeof(st)), 0);
+	assert_true(st.held_peak >= 2);
+	/* Reset: zero, but the holds present are counted again, once. */
+	range_lock_tree_reset_stats(&tree);
+	expect_stats(&tree, 0, 0, 2, 0, 0, 0, 0);
+	/* A wait that ends in a grant is timed. */
+	start_locker(&a, &th, &tree, 3, 13, false, 0);
+	assert_true(wait_for_parts_waiting(&tree, 4));
+	expect_stats(&tree, 0, 0, 2, 1, 1, 0, 0);
+	sleep_ms(2);
+	range_read_unlock(&tree, &y);
+	pthread_join(th, NULL);
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+	assert_int_equal(st.write_acquired, 1);
+	assert_true(st.wait_ns_total >= 1000000 && st.wait_ns_max == st.wait_ns_total);
+	range_write_unlock(&tree, &a.req);
+	range_read_unlock(&tree, &z);
+	expect_stats(&tree, 0, 1, 0, 0, 1, 0, 0);
+	/* Statistics stay with the segments: no re-segmenting meanwhile. */
+	assert_int_equal(range_lock_tree_set_segments(&tree, 8, 2), -ENOTSUP);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 1, 0), -ENOTSUP);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
 }
 
 static struct range_lock_tree *async_tree;
@@ -673,8 +819,10 @@ int main(void)
 		cmocka_unit_test(test_policy_inside_segment),
 		cmocka_unit_test(test_timeout_leaves_no_part),
 		cmocka_unit_test(test_signal_and_cancel_leave_no_part),
+		cmocka_unit_test(test_cancel_lets_followers_in),
 		cmocka_unit_test(test_downgrade_spanning),
 		cmocka_unit_test(test_admin),
+		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_async_refused),
 		cmocka_unit_test(test_misuse_aborts),
 	};
