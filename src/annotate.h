@@ -79,7 +79,7 @@
  * THE EDGES AND WHERE EACH CALL GOES (keep this list true when the protocol
  * changes):
  *   1. Internal lock, taken (tree_lock.h: fast CAS in tree_lock_acquire(),
- *      both returns of tree_lock_acquire_slow() -- including the CAS that
+ *      both returns of rl_tree_lock_acquire_slow() -- including the CAS that
  *      displaces a fast holder): rl_hb_acquire(word) after the CAS.
  *   2. Internal lock, dropped (tree_lock_release()): rl_hb_release_pass()
  *      before the exchange.
@@ -95,7 +95,7 @@
  *      ELIGIBLE transition): rl_hb_release(wait_word) BEFORE the RMW.  An
  *      overtaker's added blocker and a claim are made under tree_lock and
  *      need nothing more: edges 1 and 2 cover them.
- *   6. A waiter that returns granted (wait_for_grant(), whatever the way:
+ *   6. A waiter that returns granted (rl_wait_for_grant(), whatever the way:
  *      saw word 0 in wait_loop or spin_for_grant, kept a grant in
  *      withdraw_request, or -- issue 12 -- claimed under tree_lock):
  *      rl_hb_acquire_last(wait_word).
@@ -111,7 +111,7 @@
  *      release: the revoker that wins the slot reads the request):
  *      rl_hb_release(&slot->state) before the exchange; the revoker,
  *      rl_hb_acquire(&slot->state) after its CAS wins (rl_take_published()).
- *   10. (Issue 13) BIASED set (maybe_bias(), a release store under
+ *   10. (Issue 13) BIASED set (rl_maybe_bias(), a release store under
  *      tree_lock: it follows the last writer's unlock) -> a fast reader that
  *      sees it: rl_hb_release(&tree->flags) before the store,
  *      rl_hb_acquire(&tree->flags) after the reader's check.
@@ -136,7 +136,7 @@
  *
  * USDT PROBES (provider "rangelock", <sys/sdt.h>; compiled out without it),
  * on the slow path only, never on an uncontended lock or unlock.  Sites:
- * wait_for_grant() (all three) and withdraw_on_cancel() (give-up by
+ * rl_wait_for_grant() (all three) and withdraw_on_cancel() (give-up by
  * cancellation).  Their arguments never read a request's tree fields
  * without tree_lock (hence struct waiter's reader flag).
  *   rangelock:wait_begin  (tree, request, start, last, is_reader)

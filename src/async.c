@@ -15,7 +15,7 @@
  * with three differences, all decided at submission under tree_lock:
  *   - no thread waits for it: its wait word never has SLEEPING;
  *   - in the default policy it is HANDOFF-marked from the start, so that
- *     nobody overtakes it (scan_entry() finds it "must wait") and the
+ *     nobody overtakes it (rl_scan_entry() finds it "must wait") and the
  *     release that takes its last blocker grants it (put_blocker(): a
  *     marked or non-sleeping waiter is granted, never made ELIGIBLE).  In a
  *     FIFO tree every waiter is granted at count 0 anyway.  So a queued
@@ -43,7 +43,7 @@
  * tag says at every tree_lock release whether the request is queued (in
  * the tree, word != 0; the grant clears it under tree_lock), and the
  * withdrawal decides under tree_lock: a queued request leaves the tree
- * through remove_request() like any give-up (the requests that counted it
+ * through rl_remove_request() like any give-up (the requests that counted it
  * lose that blocker) and is never granted; one without the tag (granted,
  * its completion queued or run, or held at submission) is left alone.
  * tests/model/rangelock.pml -DASYNC checks this, the order and the
@@ -182,7 +182,7 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 		STAT_ADD(st, waiting_now, -1);
 		STAT_ADD(st, gave_up_cancel, 1);
 	}
-	remove_request(tree, lock, &wl);
+	rl_remove_request(tree, lock, &wl);
 	req->tree_ = NULL;
 	lock->owner_tid = 0;
 	tree_unlock(tree);
@@ -216,10 +216,10 @@ static int lock_async_local(const char *call, struct range_lock_tree *tree,
 	if (r != ENTER_TREE)
 		return 0; /* held through the word or a slot */
 	if (reader)
-		maybe_bias(tree);
+		rl_maybe_bias(tree);
 	else
-		revoke_fast_readers(tree);
-	scan_entry(tree, lock, reader, false, &scan);
+		rl_revoke_fast_readers(tree);
+	rl_scan_entry(tree, lock, reader, false, &scan);
 	blockers = insert_scanned(tree, lock, reader, &scan, true);
 	if (blockers)
 		lock->owner_tid |= RL_ASYNC_TAG; /* queued (tree_lock held) */

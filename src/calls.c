@@ -27,10 +27,10 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	if (r != ENTER_TREE)
 		return r == ENTER_HELD ? 0 : r; /* held through the word, or gave up */
 	if (reader)
-		maybe_bias(tree);
+		rl_maybe_bias(tree);
 	else
-		revoke_fast_readers(tree);
-	scan_entry(tree, lock, reader, false, &scan);
+		rl_revoke_fast_readers(tree);
+	rl_scan_entry(tree, lock, reader, false, &scan);
 	if (scan.blockers) {
 		if (w->kind == WAIT_TIMED && scan.must_wait &&
 		    !timespec_valid(w->clockid, w->abstime)) {
@@ -56,11 +56,11 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 		w->lock = lock;
 		w->reader = reader;
 		w->items = NULL; /* one request */
-		r = wait_for_grant(w);
+		r = rl_wait_for_grant(w);
 		if (r)
 			return r;
 	} else if (w->word != WORD_NONE) {
-		rl_probe_wait(wait_end, tree, lock, reader); /* word_wait() began it */
+		rl_probe_wait(wait_end, tree, lock, reader); /* rl_word_wait() began it */
 	}
 	rl_check_acquired(tree, lock, subclass, site);
 	return 0;
@@ -290,25 +290,25 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 	struct entry_scan scan;
 
 	if (reader)
-		maybe_bias(tree);
+		rl_maybe_bias(tree);
 	else
-		revoke_fast_readers(tree);
+		rl_revoke_fast_readers(tree);
 
 	st = tree->stats;
 	/* Granted exactly when a lock call would be held at once (POLICY
 	 * rule 3): in a FIFO tree when nothing conflicts, in the default
 	 * policy also by overtaking unmarked waiters. */
-	scan_entry(tree, lock, reader, tree_is_fifo(tree), &scan);
+	rl_scan_entry(tree, lock, reader, tree_is_fifo(tree), &scan);
 	busy = scan.must_wait;
 	if (busy) {
 		if (st)
 			STAT_ADD(st, trylock_failed, 1);
 	} else {
-		insert_request(tree, lock, reader, 0,
-			       scan.blockers ? overtake(tree, lock, reader, &scan)
+		rl_insert_request(tree, lock, reader, 0,
+			       scan.blockers ? rl_overtake(tree, lock, reader, &scan)
 					     : tree->seqnum++);
 		if (st)
-			stat_granted(st, reader, false);
+			rl_stat_granted(st, reader, false);
 	}
 	tree_unlock(tree);
 	if (busy)
@@ -379,7 +379,7 @@ void rl_unlock_in(const char *call, struct range_lock_tree *tree, struct range_l
  * word_release() when word waiters changed the word (or a displacer): out
  * of line, off the uncontended path.  The loads of the flags and the tree
  * race, formally, with a displacer's plain stores into the same request
- * (insert_request(), under tree_lock): benign, as said above, but a data
+ * (rl_insert_request(), under tree_lock): benign, as said above, but a data
  * race to ThreadSanitizer, which instruments this library in the sanitizer
  * builds; so this function is not instrumented.  (Every field of a fast
  * hold that its user writes, owner_tid, start and last aside, is one a
@@ -401,7 +401,7 @@ rl_word_release_waited(struct range_lock_tree *tree, struct range_lock *lock,
 	    __atomic_load_n(&lock->rb_right, __ATOMIC_RELAXED) !=
 	    (struct range_lock *)(void *)tree)
 		return false;
-	return tree_fast_release_waited(tree_lock_word(tree), fast_value(lock, reader),
+	return rl_tree_fast_release_waited(tree_lock_word(tree), fast_value(lock, reader),
 					seen);
 }
 void rl_unlock_local(const char *call, struct range_lock_tree *tree,

@@ -56,7 +56,7 @@
  * tree_lock, which materialises us and counts the acquisition.  Otherwise
  * our CAS precedes the enabler's tree_lock acquire in the word's
  * modification order, so the enabler displaces us and counts us as held
- * (stats_recount): we acquired before statistics were on.  Either way every
+ * (rl_stats_recount): we acquired before statistics were on.  Either way every
  * acquisition after the enabling is counted once.
  */
 static inline void word_held(struct range_lock_tree *tree)
@@ -73,7 +73,7 @@ static inline void word_held(struct range_lock_tree *tree)
  * before the fast CAS publishes the request, like its flags; a word waiter
  * keeps it (its rb_left names the holder it asks to hand over; rb_right is
  * untouched), so a waiter handed the word holds with it already set.  A
- * displacer that materialises the request overwrites it (insert_request()
+ * displacer that materialises the request overwrites it (rl_insert_request()
  * makes it NULL or a node: never a tree), and its unlock then goes through
  * the tree, which does not read it.  Nothing clears it: it counts only
  * beside the flags of a fast hold (word_release()).
@@ -122,7 +122,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 		 * A fast-held request counts as in a tree (RL_LINKED, no
 		 * parent), so that locking it again, in this tree or any
 		 * other, aborts above.  Set before the CAS publishes it: a
-		 * materialiser rewrites the flags (insert_request) and must
+		 * materialiser rewrites the flags (rl_insert_request) and must
 		 * be the only writer once the request is fast held; unlock
 		 * clears them after its release CAS, when nobody else can.
 		 * (A word waiter keeps them while it waits on the word.)
@@ -148,7 +148,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 					 !timespec_valid(w->clockid, w->abstime))
 					r = -EINVAL;
 				else
-					r = word_wait(tree, lock, w, v);
+					r = rl_word_wait(tree, lock, w, v);
 				if (r == WORD_HELD) {
 					word_held(tree);
 					return ENTER_HELD;
@@ -179,7 +179,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 }
 
 /*
- * Under tree_lock, after scan_entry(): insert @lock -- held at once (free,
+ * Under tree_lock, after rl_scan_entry(): insert @lock -- held at once (free,
  * or overtaking unmarked waiters) or waiting with its blockers, HANDOFF-
  * marked from the start if @mark (default policy) -- and count it in the
  * statistics.  Returns its blockers (0: held).  Shared by lock_common() and
@@ -195,13 +195,13 @@ insert_scanned(struct range_lock_tree *tree, struct range_lock *lock, bool reade
 
 	if (!scan->must_wait) {
 		/* Free, or every conflicting request is an unmarked waiter. */
-		seqnum = scan->blockers ? overtake(tree, lock, reader, scan)
+		seqnum = scan->blockers ? rl_overtake(tree, lock, reader, scan)
 					: tree->seqnum++;
 	} else {
 		blockers = scan->blockers;
 		seqnum = tree->seqnum++;
 	}
-	insert_request(tree, lock, reader, blockers, seqnum);
+	rl_insert_request(tree, lock, reader, blockers, seqnum);
 	if (blockers && mark && !tree_is_fifo(tree))
 		atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
 	st = tree->stats;
@@ -211,7 +211,7 @@ insert_scanned(struct range_lock_tree *tree, struct range_lock *lock, bool reade
 			STAT_ADD(st, waiting_now, 1);
 			STAT_PEAK(st, waiting_now, waiting_peak);
 		} else {
-			stat_granted(st, reader, false);
+			rl_stat_granted(st, reader, false);
 		}
 	}
 	return blockers;
@@ -247,7 +247,7 @@ RL_HIDDEN int rl_file_acquire(const char *call, struct range_lock_tree *tree,
 			   enum rl_file_wait kind);
 /* sets.c: take the OFD locks of every member of a set (also a growth's
  * parts, grow.c). */
-RL_HIDDEN int file_take_all(struct range_lock_file *f, const struct range_lock_item *items,
+RL_HIDDEN int rl_file_take_all(struct range_lock_file *f, const struct range_lock_item *items,
 			    unsigned n, struct waiter *w, enum rl_file_wait kind,
 			    void (*on_cancel)(void *), void *arg);
 RL_HIDDEN void rl_unlock_local(const char *call, struct range_lock_tree *tree,
@@ -319,7 +319,7 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 	st = tree->stats;
 	if (st)
 		STAT_ADD(st, held_now, -1); /* before the grants it makes */
-	remove_request(tree, lock, &wl);
+	rl_remove_request(tree, lock, &wl);
 	tree_unlock(tree);
 	wake_list_flush(&wl);
 }

@@ -60,7 +60,7 @@ void rl_check_tree(const struct range_lock_tree *tree)
 	const char *msg;
 	size_t count;
 
-	msg = itree_check(tree->root, &count);
+	msg = rl_itree_check(tree->root, &count);
 	if (msg)
 		tree_broken(tree, msg, NULL, NULL);
 	if (count != tree->nr_requests)
@@ -73,17 +73,17 @@ void rl_check_tree(const struct range_lock_tree *tree)
 		tree_broken(tree, "leftmost is not the first node", NULL, NULL);
 
 	count = 0;
-	for (n = first; n; n = itree_next_inorder(n))
+	for (n = first; n; n = rl_itree_next_inorder(n))
 		count += blocking_of(n) != 0;
 	if (count != tree->nr_waiting)
 		tree_broken(tree, "nr_waiting differs from the requests with blockers", NULL, NULL);
 	count = 0;
-	for (n = first; n; n = itree_next_inorder(n))
+	for (n = first; n; n = rl_itree_next_inorder(n))
 		count += !is_reader(n);
 	if (count != tree->nr_writers)
 		tree_broken(tree, "nr_writers differs from the writers in the tree", NULL, NULL);
 
-	for (n = first; n; n = itree_next_inorder(n)) {
+	for (n = first; n; n = rl_itree_next_inorder(n)) {
 		uint32_t expect = 0;
 
 		if (!seq_before(n->seqnum, tree->seqnum))

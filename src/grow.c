@@ -3,7 +3,7 @@
  * librangelock: changing a held range -- range_lock_shrink() and
  * range_lock_grow() with its interruptible, killable, timed and try forms,
  * on both levels of a bound tree.  The rules are protocol.c's
- * grow_enter(), grow_merge() and shrink_request().
+ * rl_grow_enter(), rl_grow_merge() and rl_shrink_request().
  */
 #include "calls.h"
 
@@ -20,7 +20,7 @@ held_in_tree(const char *call, struct range_lock_tree *tree,
 	     struct range_lock *lock)
 {
 	if (lock->owner_tid & RL_SLOT_TAG)
-		revoke_fast_readers(tree);
+		rl_revoke_fast_readers(tree);
 	check_held(call, tree, lock, is_linked(lock) && is_reader(lock));
 	return is_reader(lock);
 }
@@ -59,7 +59,7 @@ int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 			rl_file_unlock(f, last + 1, b, reader);
 		tree_lock(tree);
 	}
-	shrink_request(tree, lock, start, last, &wl);
+	rl_shrink_request(tree, lock, start, last, &wl);
 	rl_check_resized(tree, lock);
 	tree_unlock(tree);
 	wake_list_flush(&wl);
@@ -73,14 +73,14 @@ struct grow_hold {
 };
 
 /* Back to the range before the call, at the local level (nothing of the
- * added parts is held at the OFD level: file_take_all()). */
+ * added parts is held at the OFD level: rl_file_take_all()). */
 static void shrink_back(struct grow_hold *h)
 {
 	struct wake_list wl;
 
 	wl.n = 0;
 	tree_lock(h->tree);
-	shrink_request(h->tree, h->lock, h->start, h->last, &wl);
+	rl_shrink_request(h->tree, h->lock, h->start, h->last, &wl);
 	rl_check_resized(h->tree, h->lock);
 	tree_unlock(h->tree);
 	wake_list_flush(&wl);
@@ -116,7 +116,7 @@ static int file_grow(struct range_lock_tree *tree, struct range_lock *lock,
 	for (unsigned i = 0; i < np; i++)
 		items[i] = (struct range_lock_item){ &part[i],
 						     reader ? RANGE_LOCK_READ : RANGE_LOCK_WRITE };
-	r = file_take_all(file_of(tree), items, np, w, kind, shrink_back_on_cancel, &h);
+	r = rl_file_take_all(file_of(tree), items, np, w, kind, shrink_back_on_cancel, &h);
 	if (r) /* nothing of the added parts is left at the OFD level */
 		shrink_back(&h);
 	return r;
@@ -164,12 +164,12 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 		       "2^30 - 1024 at once: a waiter counts its blockers in 30 bits)");
 	}
 	if (!reader)
-		revoke_fast_readers(tree); /* a growth of a writer is a writer */
+		rl_revoke_fast_readers(tree); /* a growth of a writer is a writer */
 	g.owner = lock;
 	g.start = start;
 	g.last = last;
 	st = tree->stats;
-	if (grow_enter(tree, &g, true, false, &wl)) {
+	if (rl_grow_enter(tree, &g, true, false, &wl)) {
 		/* Free: merged at once. */
 	} else if (!w) {
 		if (st)
@@ -182,12 +182,12 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 	} else {
 		unsigned waiting = 0;
 
-		if (w->kind != WAIT_TIMED) { /* the parts, as grow_enter() set them */
+		if (w->kind != WAIT_TIMED) { /* the parts, as rl_grow_enter() set them */
 			for (unsigned i = 0; i < g.n; i++)
 				rl_check_self_deadlock(tree, &g.part[i], reader, call,
 						       &g.part[i]);
 		}
-		grow_enter(tree, &g, false, w->kind == WAIT_INTERRUPTIBLE, &wl);
+		rl_grow_enter(tree, &g, false, w->kind == WAIT_INTERRUPTIBLE, &wl);
 		for (unsigned i = 0; i < g.n; i++) {
 			parts[i].lock = &g.part[i];
 			parts[i].mode = reader ? RANGE_LOCK_READ : RANGE_LOCK_WRITE;
@@ -206,13 +206,13 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 		w->n = g.n;
 		w->growth = &g;
 		w->word = WORD_NONE;
-		r = wait_for_grants(w);
+		r = rl_wait_for_grants(w);
 		if (r)
 			return r; /* the growths left; @lock holds [a, b] as before */
 		wl.n = 0;
 		tree_lock(tree);
 		st = tree->stats;
-		grow_merge(tree, &g, &wl);
+		rl_grow_merge(tree, &g, &wl);
 	}
 	if (st) {
 		if (reader)

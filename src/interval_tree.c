@@ -108,7 +108,7 @@ static void rotate_right(struct range_lock **root, struct range_lock *x)
 	x->subtree_last = subtree_max(x);
 }
 
-void itree_insert(struct range_lock **root, struct range_lock *node)
+void rl_itree_insert(struct range_lock **root, struct range_lock *node)
 {
 	struct range_lock **link = root, *parent = NULL, *n, *p, *g, *u;
 	uint64_t start = node->start, last = node->last;
@@ -246,7 +246,7 @@ static void erase_fixup(struct range_lock **root, struct range_lock *x,
 		set_black(x);
 }
 
-void itree_erase(struct range_lock **root, struct range_lock *z)
+void rl_itree_erase(struct range_lock **root, struct range_lock *z)
 {
 	struct range_lock *x, *xp, *y = NULL, *n;
 	bool removed_black;
@@ -300,7 +300,7 @@ void itree_erase(struct range_lock **root, struct range_lock *z)
 	z->rb_parent_flags &= RL_READER; /* unlinked: no parent, no colour */
 }
 
-struct range_lock *itree_next_inorder(const struct range_lock *n)
+struct range_lock *rl_itree_next_inorder(const struct range_lock *n)
 {
 	struct range_lock *p;
 
@@ -340,7 +340,7 @@ static struct range_lock *subtree_first(struct range_lock *n, uint64_t start,
 	}
 }
 
-struct range_lock *itree_first(struct range_lock *root, uint64_t start,
+struct range_lock *rl_itree_first(struct range_lock *root, uint64_t start,
 			       uint64_t last)
 {
 	if (!root || root->subtree_last < start)
@@ -348,7 +348,7 @@ struct range_lock *itree_first(struct range_lock *root, uint64_t start,
 	return subtree_first(root, start, last);
 }
 
-struct range_lock *itree_next(struct range_lock *n, uint64_t start,
+struct range_lock *rl_itree_next(struct range_lock *n, uint64_t start,
 			      uint64_t last)
 {
 	struct range_lock *p, *prev;
@@ -406,7 +406,7 @@ static int check_subtree(const struct range_lock *n, const struct range_lock *pa
 	return lh + is_black(n);
 }
 
-const char *itree_check(const struct range_lock *root, size_t *count)
+const char *rl_itree_check(const struct range_lock *root, size_t *count)
 {
 	const char *msg = NULL;
 	const struct range_lock *n, *prev = NULL;
@@ -420,7 +420,7 @@ const char *itree_check(const struct range_lock *root, size_t *count)
 	 * sorted by start. */
 	for (n = root; n && n->rb_left; n = n->rb_left)
 		;
-	for (; n; prev = n, n = itree_next_inorder(n))
+	for (; n; prev = n, n = rl_itree_next_inorder(n))
 		if (prev && prev->start > n->start)
 			return "in-order walk not sorted by start";
 	return NULL;

@@ -30,22 +30,22 @@ static inline struct range_lock *itree_parent(const struct range_lock *n)
 	return (struct range_lock *)(n->rb_parent_flags & ~RL_FLAGS);
 }
 
-void itree_insert(struct range_lock **root, struct range_lock *node);
-void itree_erase(struct range_lock **root, struct range_lock *node);
+void rl_itree_insert(struct range_lock **root, struct range_lock *node);
+void rl_itree_erase(struct range_lock **root, struct range_lock *node);
 /* The in-order successor of @node, or NULL. */
-struct range_lock *itree_next_inorder(const struct range_lock *node);
+struct range_lock *rl_itree_next_inorder(const struct range_lock *node);
 /* The in-order first node intersecting [start, last], or NULL. */
-struct range_lock *itree_first(struct range_lock *root, uint64_t start,
+struct range_lock *rl_itree_first(struct range_lock *root, uint64_t start,
 			       uint64_t last);
 /* The in-order next node after @node intersecting [start, last], or NULL. */
-struct range_lock *itree_next(struct range_lock *node, uint64_t start,
+struct range_lock *rl_itree_next(struct range_lock *node, uint64_t start,
 			      uint64_t last);
 /* Check every red-black and augmentation invariant: NULL when they hold,
  * else a message; *count receives the number of nodes. */
-const char *itree_check(const struct range_lock *root, size_t *count);
+const char *rl_itree_check(const struct range_lock *root, size_t *count);
 
 #define itree_foreach(node, root, first, final)                      \
-	for ((node) = itree_first((root), (first), (final)); (node); \
-	     (node) = itree_next((node), (first), (final)))
+	for ((node) = rl_itree_first((root), (first), (final)); (node); \
+	     (node) = rl_itree_next((node), (first), (final)))
 
 #endif /* RANGELOCK_INTERVAL_TREE_H */

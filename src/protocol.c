@@ -55,7 +55,7 @@
  *  - Default, eventual fairness: an arriving request whose intersecting
  *    conflicting requests are all unmarked WAITERS overtakes them: it takes
  *    seqnum (their smallest seqnum - 1), adds one blocker to each of them,
- *    and holds its range at once (overtake()).  Seqnum ties are then
+ *    and holds its range at once (rl_overtake()).  Seqnum ties are then
  *    possible, but only between requests that do not both intersect and
  *    conflict, where the order means nothing.  A waiter that has waited
  *    RL_HANDOFF_NS marks itself HANDOFF; nothing overtakes a marked waiter,
@@ -76,18 +76,18 @@
  *    set calls (docs/design.md has the argument; tests/model/multirange.pml
  *    checks it).
  *  - Shrink keeps the seqnum; the requests that counted the request and no
- *    longer intersect it lose that blocker (shrink_request()).
+ *    longer intersect it lose that blocker (rl_shrink_request()).
  *  - Grow inserts the added parts (at most two, disjoint from the owner's
  *    range) as GROWTHS: internal requests with the owner's mode and
  *    seqnum, tagged in owner_tid.  precedes(): a growth counts every holder
  *    and every request not later than its owner; every later waiter counts
- *    it (grow_enter() adds that blocker, as an overtaker does).  No pair
+ *    it (rl_grow_enter() adds that blocker, as an overtaker does).  No pair
  *    changes its answer while both are in the tree: a request that counts
  *    another cannot be granted while that one is there, and a holder stays
- *    held until it leaves.  When all growths are granted, grow_merge()
+ *    held until it leaves.  When all growths are granted, rl_grow_merge()
  *    takes them out and gives the owner the whole range, taking off the
  *    blockers counted twice (owner and growth); a give-up removes them
- *    through remove_request() like any waiter.
+ *    through rl_remove_request() like any waiter.
  *  - Release walks (unlock, give-up, downgrade, shrink) put a blocker on
  *    each request R that counted the leaver: precedes(leaver, R).
  *  - Seqnums compare as signed differences (seq_before()): overtaking's
@@ -107,12 +107,12 @@
  * reader then publishes its request in its thread's slot of a process-wide
  * table and holds its range without the tree or tree_lock.  Every writer
  * entry, and every call that must see all holders, first REVOKES under
- * tree_lock (revoke_fast_readers()): it clears BIASED and moves each
+ * tree_lock (rl_revoke_fast_readers()): it clears BIASED and moves each
  * published reader of the tree into the tree as a held reader
  * (materialise()), after winning that slot's CAS.  From then on the tree is
  * the usual one: the invariant above covers materialised readers like any
  * others (they take the next seqnum; with no writer in the tree nobody
- * counts them).  maybe_bias() sets BIASED again in the read slow path after
+ * counts them).  rl_maybe_bias() sets BIASED again in the read slow path after
  * a delay with no writer in the tree.  So BIASED => no writer in the tree,
  * in both policies: no reader reads fast while a writer waits (FIFO) or is
  * marked (default), and a writer waits only for the readers it intersects.
@@ -223,7 +223,7 @@
  * THE GIVE-UP PATH
  * ================
  * In waiting.c, with its comment: a waiting request that stops waiting
- * leaves the tree through remove_request() below, the same code as unlock.
+ * leaves the tree through rl_remove_request() below, the same code as unlock.
  */
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -285,17 +285,17 @@ void rl_die(const char *call, const struct range_lock *lock, const char *why)
 /* A waiter's grant: a growth only stops waiting (its grow counts one
  * acquisition when it merges; its owner was counted as held already); a
  * part of a spanning request counts nothing. */
-void stat_granted_or_grown(struct range_lock_stats *st, const struct range_lock *lock)
+void rl_stat_granted_or_grown(struct range_lock_stats *st, const struct range_lock *lock)
 {
 	if (is_part(lock)) /* its spanning request counts for itself */
 		return;
 	if (is_growth(lock))
 		STAT_ADD(st, waiting_now, -1);
 	else
-		stat_granted(st, is_reader(lock), true);
+		rl_stat_granted(st, is_reader(lock), true);
 }
 
-void stat_granted(struct range_lock_stats *st, bool reader, bool waited)
+void rl_stat_granted(struct range_lock_stats *st, bool reader, bool waited)
 {
 	if (reader)
 		STAT_ADD(st, read_acquired, 1);
@@ -353,7 +353,7 @@ static inline void put_blocker(struct range_lock_tree *tree, struct range_lock *
 	}
 	tree->nr_waiting--;
 	if (tree->stats)
-		stat_granted_or_grown(tree->stats, waiter);
+		rl_stat_granted_or_grown(tree->stats, waiter);
 	if (old & SLEEPING)
 		wake_list_add(wl, word);
 	else if (__builtin_expect(is_async(waiter), 0))
@@ -374,7 +374,7 @@ static inline bool intersects_any(const struct range_lock_tree *tree,
  * (POLICY rule 2: none of them held or marked); with @stop_at_first (a FIFO
  * trylock), just say whether there is one.
  */
-void scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
+void rl_scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
 		       bool reader, bool stop_at_first, struct entry_scan *scan)
 {
 	struct range_lock *n;
@@ -409,7 +409,7 @@ void scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
  * the precedence order (the returned seqnum) and each of them counts it as
  * one more blocker, so the invariant holds and @lock's unlock releases them.
  */
-uint64_t overtake(struct range_lock_tree *tree, const struct range_lock *lock,
+uint64_t rl_overtake(struct range_lock_tree *tree, const struct range_lock *lock,
 			 bool reader, const struct entry_scan *scan)
 {
 	struct range_lock *n;
@@ -429,8 +429,8 @@ uint64_t overtake(struct range_lock_tree *tree, const struct range_lock *lock,
 }
 
 /* The caller has set lock->owner_tid.  @seqnum: tree->seqnum++ for an
- * arrival, the overtake() position for an overtaker. */
-void insert_request(struct range_lock_tree *tree, struct range_lock *lock,
+ * arrival, the rl_overtake() position for an overtaker. */
+void rl_insert_request(struct range_lock_tree *tree, struct range_lock *lock,
 			   bool reader, uint32_t blockers, uint64_t seqnum)
 {
 	lock->rb_parent_flags = reader ? RL_READER : 0;
@@ -450,14 +450,14 @@ void insert_request(struct range_lock_tree *tree, struct range_lock *lock,
 	}
 	if (lock->start < tree->leftmost->start)
 		tree->leftmost = lock;
-	itree_insert(&tree->root, lock);
+	rl_itree_insert(&tree->root, lock);
 }
 
 /* Take @lock out of the tree and release the requests that counted it:
- * the same conflict rule as scan_entry(), and precedes() (for ordinary
+ * the same conflict rule as rl_scan_entry(), and precedes() (for ordinary
  * requests a higher seqnum: an overtaker has a lower seqnum than the
  * waiters it passed), so exactly those. */
-void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
+void rl_remove_request(struct range_lock_tree *tree, struct range_lock *lock,
 			   struct wake_list *wl)
 {
 	bool reader = is_reader(lock);
@@ -472,8 +472,8 @@ void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
 		return;
 	}
 	if (tree->leftmost == lock)
-		tree->leftmost = itree_next_inorder(lock);
-	itree_erase(&tree->root, lock);
+		tree->leftmost = rl_itree_next_inorder(lock);
+	rl_itree_erase(&tree->root, lock);
 	if (!tree->nr_waiting)
 		return; /* nobody counted us: no walk (all held, e.g.) */
 
@@ -499,7 +499,7 @@ void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
  * Returns true when every member is held; @try: insert only then.  @mark:
  * members that wait are HANDOFF-marked (interruptible calls).
  */
-bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
+bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
 		unsigned n, bool try, bool mark)
 {
 	struct entry_scan scan;
@@ -519,7 +519,7 @@ bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *item
 			rl_die("range_lock_many", lock, "request appears twice in the set");
 		}
 		lock->rb_parent_flags |= RL_LINKED;
-		scan_entry(tree, lock, items[i].mode == RANGE_LOCK_READ, false, &scan);
+		rl_scan_entry(tree, lock, items[i].mode == RANGE_LOCK_READ, false, &scan);
 		atomic_store_explicit(wait_word(lock), scan.blockers, memory_order_relaxed);
 		must_wait |= scan.must_wait;
 		if (scan.blockers && (!any || seq_before(scan.first_seq, first))) {
@@ -541,7 +541,7 @@ bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *item
 
 			if (atomic_load_explicit(wait_word(lock), memory_order_relaxed)) {
 				scan.first_seq = first;
-				overtake(tree, lock, reader, &scan);
+				rl_overtake(tree, lock, reader, &scan);
 				atomic_store_explicit(wait_word(lock), 0, memory_order_relaxed);
 			}
 		}
@@ -553,7 +553,7 @@ bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *item
 		struct range_lock *lock = items[i].lock;
 		uint32_t blockers = atomic_load_explicit(wait_word(lock), memory_order_relaxed);
 
-		insert_request(tree, lock, items[i].mode == RANGE_LOCK_READ, blockers, seq);
+		rl_insert_request(tree, lock, items[i].mode == RANGE_LOCK_READ, blockers, seq);
 		if (blockers && mark && !tree_is_fifo(tree))
 			atomic_fetch_or_explicit(wait_word(lock), HANDOFF, memory_order_relaxed);
 	}
@@ -568,8 +568,8 @@ static void rekey(struct range_lock_tree *tree, struct range_lock *lock,
 	uintptr_t reader = lock->rb_parent_flags & RL_READER;
 
 	if (tree->leftmost == lock)
-		tree->leftmost = itree_next_inorder(lock);
-	itree_erase(&tree->root, lock);
+		tree->leftmost = rl_itree_next_inorder(lock);
+	rl_itree_erase(&tree->root, lock);
 	lock->start = start;
 	lock->last = last;
 	lock->rb_parent_flags = reader;
@@ -582,7 +582,7 @@ static void rekey(struct range_lock_tree *tree, struct range_lock *lock,
 	}
 	if (start < tree->leftmost->start)
 		tree->leftmost = lock;
-	itree_insert(&tree->root, lock);
+	rl_itree_insert(&tree->root, lock);
 }
 
 static inline bool meets(const struct range_lock *n, uint64_t start, uint64_t last)
@@ -610,7 +610,7 @@ static void put_dropped(struct range_lock_tree *tree, struct range_lock *lock,
  * never waits; exactly the requests that counted it and do not intersect
  * what it keeps lose that blocker (and may be granted).  Its seqnum stays.
  */
-void shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
+void rl_shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
 		    uint64_t start, uint64_t last, struct wake_list *wl)
 {
 	uint64_t a = lock->start, b = lock->last;
@@ -632,11 +632,11 @@ void shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
  * seqnum, which precedes() orders: a growth counts every holder and every
  * request not later than L; every later waiter counts it (one blocker
  * more; an ELIGIBLE one is counted in nr_waiting again).  L keeps what it
- * held all the while.  When every growth is granted, grow_merge() gives L
+ * held all the while.  When every growth is granted, rl_grow_merge() gives L
  * the whole range.  A give-up removes the growths like any waiter
- * (remove_request()), which leaves L exactly as before.
+ * (rl_remove_request()), which leaves L exactly as before.
  */
-bool grow_enter(struct range_lock_tree *tree, struct growth *g, bool try, bool mark,
+bool rl_grow_enter(struct range_lock_tree *tree, struct growth *g, bool try, bool mark,
 		struct wake_list *wl)
 {
 	struct range_lock *owner = g->owner, *n;
@@ -682,13 +682,13 @@ bool grow_enter(struct range_lock_tree *tree, struct growth *g, bool try, bool m
 		}
 	}
 	for (unsigned i = 0; i < g->n; i++) {
-		insert_request(tree, &g->part[i], reader, blockers[i], owner->seqnum);
+		rl_insert_request(tree, &g->part[i], reader, blockers[i], owner->seqnum);
 		if (blockers[i] && mark && !tree_is_fifo(tree))
 			atomic_fetch_or_explicit(wait_word(&g->part[i]), HANDOFF,
 						 memory_order_relaxed);
 	}
 	if (!total)
-		grow_merge(tree, g, wl);
+		rl_grow_merge(tree, g, wl);
 	return true;
 }
 
@@ -699,7 +699,7 @@ bool grow_enter(struct range_lock_tree *tree, struct growth *g, bool try, bool m
  * never granted here).  One that counted a growth alone counts the owner
  * instead: no change.
  */
-void grow_merge(struct range_lock_tree *tree, struct growth *g, struct wake_list *wl)
+void rl_grow_merge(struct range_lock_tree *tree, struct growth *g, struct wake_list *wl)
 {
 	struct range_lock *owner = g->owner, *n;
 	bool reader = is_reader(owner);
@@ -710,8 +710,8 @@ void grow_merge(struct range_lock_tree *tree, struct growth *g, struct wake_list
 		tree->nr_requests--;
 		tree->nr_writers -= !reader;
 		if (tree->leftmost == p)
-			tree->leftmost = itree_next_inorder(p);
-		itree_erase(&tree->root, p);
+			tree->leftmost = rl_itree_next_inorder(p);
+		rl_itree_erase(&tree->root, p);
 	}
 	if (tree->nr_waiting) {
 		itree_foreach(n, tree->root, g->start, g->last) {
@@ -758,7 +758,7 @@ static inline uint32_t bias_delay(void)
  * keeps the invariant trivially true. */
 static void materialise(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	insert_request(tree, lock, true, 0, tree->seqnum++);
+	rl_insert_request(tree, lock, true, 0, tree->seqnum++);
 }
 
 /*
@@ -767,7 +767,7 @@ static void materialise(struct range_lock_tree *tree, struct range_lock *lock)
  * move the published fast readers into the tree (the revoker's side of the
  * handshake: clear BIASED, full fence, scan).  Also restarts the delay.
  */
-void revoke_fast_readers(struct range_lock_tree *tree)
+void rl_revoke_fast_readers(struct range_lock_tree *tree)
 {
 	uint32_t f = tree_flags(tree), delay = bias_delay() << RL_TREE_DELAY_SHIFT;
 
@@ -788,7 +788,7 @@ void revoke_fast_readers(struct range_lock_tree *tree)
  * request), in the checking mode (it checks every request in the tree) or
  * when the user turned it off.
  */
-void maybe_bias(struct range_lock_tree *tree)
+void rl_maybe_bias(struct range_lock_tree *tree)
 {
 	uint32_t f = tree_flags(tree);
 

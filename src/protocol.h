@@ -101,7 +101,7 @@ static inline bool seq_before(uint64_t a, uint64_t b)
 
 /*
  * A GROWTH: the part a held request adds to its range while it grows
- * (range_lock_grow(), grow_enter() in protocol.c).  An internal request on
+ * (range_lock_grow(), rl_grow_enter() in protocol.c).  An internal request on
  * the growing caller's stack, in the tree only during that call, marked by
  * this tag in owner_tid (thread ids are below 2^29: thread_id.h).
  */
@@ -282,9 +282,9 @@ static inline void wake_list_flush(struct wake_list *wl)
 
 /* A request is granted (under tree_lock, statistics on): count the
  * acquisition and the hold. */
-RL_HIDDEN void stat_granted(struct range_lock_stats *st, bool reader, bool waited);
+RL_HIDDEN void rl_stat_granted(struct range_lock_stats *st, bool reader, bool waited);
 /* The same for a waiter granted (or claiming): a growth only stops waiting. */
-RL_HIDDEN void stat_granted_or_grown(struct range_lock_stats *st, const struct range_lock *lock);
+RL_HIDDEN void rl_stat_granted_or_grown(struct range_lock_stats *st, const struct range_lock *lock);
 
 /* What a request entering the tree finds on its range. */
 struct entry_scan {
@@ -294,24 +294,24 @@ struct entry_scan {
 };
 
 /* Count the requests @lock conflicts with, and whether it may overtake. */
-RL_HIDDEN void scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
+RL_HIDDEN void rl_scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
 			  bool reader, bool stop_at_first, struct entry_scan *scan);
 /* Overtake them all (every one an unmarked waiter): returns @lock's seqnum. */
-RL_HIDDEN uint64_t overtake(struct range_lock_tree *tree, const struct range_lock *lock,
+RL_HIDDEN uint64_t rl_overtake(struct range_lock_tree *tree, const struct range_lock *lock,
 			    bool reader, const struct entry_scan *scan);
 /* The caller has set lock->owner_tid.  @seqnum: tree->seqnum++ for an
- * arrival, the overtake() position for an overtaker. */
-RL_HIDDEN void insert_request(struct range_lock_tree *tree, struct range_lock *lock,
+ * arrival, the rl_overtake() position for an overtaker. */
+RL_HIDDEN void rl_insert_request(struct range_lock_tree *tree, struct range_lock *lock,
 			      bool reader, uint32_t blockers, uint64_t seqnum);
 /* Take @lock out of the tree and release the later requests that counted it. */
-RL_HIDDEN void remove_request(struct range_lock_tree *tree, struct range_lock *lock,
+RL_HIDDEN void rl_remove_request(struct range_lock_tree *tree, struct range_lock *lock,
 			      struct wake_list *wl);
 /* Several requests enter as one arrival (range_lock_many()): true when all
  * of them are held at once; @try: enter only then. */
-RL_HIDDEN bool enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
+RL_HIDDEN bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
 			  unsigned n, bool try, bool mark);
 /* A held request keeps only [start, last] of its range (a sub-range). */
-RL_HIDDEN void shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
+RL_HIDDEN void rl_shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
 			      uint64_t start, uint64_t last, struct wake_list *wl);
 
 /* A held request growing: its growths, the added parts (at most two). */
@@ -323,15 +323,15 @@ struct growth {
 };
 /* Insert the growths of @g->owner (false: @try and they would wait, nothing
  * changed).  When none has a blocker, the growth is merged at once. */
-RL_HIDDEN bool grow_enter(struct range_lock_tree *tree, struct growth *g, bool try,
+RL_HIDDEN bool rl_grow_enter(struct range_lock_tree *tree, struct growth *g, bool try,
 			  bool mark, struct wake_list *wl);
 /* Every growth granted: the owner takes the whole range. */
-RL_HIDDEN void grow_merge(struct range_lock_tree *tree, struct growth *g,
+RL_HIDDEN void rl_grow_merge(struct range_lock_tree *tree, struct growth *g,
 			  struct wake_list *wl);
 /* Stop fast reads and move the published fast readers into the tree. */
-RL_HIDDEN void revoke_fast_readers(struct range_lock_tree *tree);
+RL_HIDDEN void rl_revoke_fast_readers(struct range_lock_tree *tree);
 /* In the read slow path: allow fast reads again after the delay. */
-RL_HIDDEN void maybe_bias(struct range_lock_tree *tree);
+RL_HIDDEN void rl_maybe_bias(struct range_lock_tree *tree);
 
 /* ---- tree_lock: the internal lock of a tree (tree_lock.h) -------------- */
 
@@ -364,13 +364,13 @@ static inline void tree_lock(struct range_lock_tree *tree)
 		if (tl_is_handoff(fast))
 			holder = holder->rb_left;
 
-		insert_request(tree, holder, reader, 0, tree->seqnum++);
+		rl_insert_request(tree, holder, reader, 0, tree->seqnum++);
 		/* Statistics were off when it took the fast path, or it is
 		 * materialising itself because they are on (enter()): count
 		 * its hold now, as its unlock will go through the tree and be
 		 * counted. */
 		if (tree->stats)
-			stat_granted(tree->stats, reader, false);
+			rl_stat_granted(tree->stats, reader, false);
 	}
 }
 

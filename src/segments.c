@@ -18,7 +18,7 @@
  * to trees without segments (calls.c, is_segments()); writing nothing in
  * the user's tree keeps its line shared in every cache.  Its lock word
  * holds TL_SEGMENTED: a call that reached tree_lock() on it anyway aborts
- * (tree_lock_acquire_slow()).
+ * (rl_tree_lock_acquire_slow()).
  *
  *  - A request whose range lies in one stripe -- or in several stripes of
  *    one segment, impossible unless S = 1 -- lies in ONE segment: the
@@ -149,7 +149,7 @@ static void lock_all(struct rl_segments *s)
 {
 	for (unsigned g = 0; g < 1u << s->log2n; g++) {
 		tree_lock(rl_seg_tree(s, g));
-		revoke_fast_readers(rl_seg_tree(s, g));
+		rl_revoke_fast_readers(rl_seg_tree(s, g));
 	}
 }
 
@@ -234,7 +234,7 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 		if (tree_is_segmented(tree))
 			return rl_seg_destroy(tree);
 		tree_lock(tree);
-		revoke_fast_readers(tree);
+		rl_revoke_fast_readers(tree);
 		r = tree->root ? -EBUSY : 0;
 		tree_unlock(tree);
 		return r;
@@ -257,7 +257,7 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 		s->log2n++;
 
 	tree_lock(tree);
-	revoke_fast_readers(tree);
+	rl_revoke_fast_readers(tree);
 	if (tree->root || tree->file || tree->stats) {
 		r = tree->root ? -EBUSY : -ENOTSUP;
 		tree_unlock(tree);
@@ -271,7 +271,7 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 			 __ATOMIC_RELAXED);
 	/* Our release of the internal lock: TL_SEGMENTED instead of 0.  A
 	 * call that waited for it meanwhile used the tree during its
-	 * configuration (tree_lock_acquire_slow() aborts, naming this). */
+	 * configuration (rl_tree_lock_acquire_slow() aborts, naming this). */
 	rl_hb_release(tree_lock_word(tree));
 	if (atomic_exchange_explicit(tree_lock_word(tree), TL_SEGMENTED,
 				     memory_order_release) & TL_SLEEPERS)
@@ -305,13 +305,13 @@ int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *s
 	} else {
 		rl_race_ok(blocks, nseg * sizeof(*blocks));
 		rl_race_ok(storage, sizeof(*storage));
-		stats_zero(storage);
+		rl_stats_zero(storage);
 		for (unsigned g = 0; g < nseg; g++) {
 			struct range_lock_tree *t = rl_seg_tree(s, g);
 
 			rl_race_ok(&t->stats, sizeof(t->stats));
-			stats_zero(&blocks[g].st);
-			stats_recount(t, &blocks[g].st);
+			rl_stats_zero(&blocks[g].st);
+			rl_stats_recount(t, &blocks[g].st);
 			/* release: a waiter that sees the pointer sees zeroed counters */
 			__atomic_store_n(&t->stats, &blocks[g].st, __ATOMIC_RELEASE);
 		}
@@ -367,10 +367,10 @@ void rl_seg_reset_stats(struct range_lock_tree *tree)
 	if (!user)
 		return;
 	lock_all_keep_fast(s);
-	stats_zero(user);
+	rl_stats_zero(user);
 	for (unsigned g = 0; g < 1u << s->log2n; g++) {
-		stats_zero(&s->stats[g].st);
-		stats_recount(rl_seg_tree(s, g), &s->stats[g].st);
+		rl_stats_zero(&s->stats[g].st);
+		rl_stats_recount(rl_seg_tree(s, g), &s->stats[g].st);
 	}
 	unlock_all(s);
 }
@@ -422,9 +422,9 @@ static void span_count(struct span *sp, struct range_lock_tree *t0, int to, int 
 
 	if (st && sp->counted == SPAN_WAITING) {
 		if (sp->wait_start_ns)
-			stat_wait_time(st, now_ns() - sp->wait_start_ns);
+			rl_stat_wait_time(st, rl_now_ns() - sp->wait_start_ns);
 		if (to == SPAN_HELD) {
-			stat_granted(st, sp->reader, true);
+			rl_stat_granted(st, sp->reader, true);
 		} else {
 			STAT_ADD(st, waiting_now, -1);
 			if (why == -EINTR)
@@ -474,7 +474,7 @@ static void span_leave(struct range_lock_tree *t, struct span *sp, struct range_
 	word = atomic_load_explicit(wait_word(p), memory_order_relaxed);
 	if (blockers_of(word))
 		t->nr_waiting--;
-	remove_request(t, p, &wl);
+	rl_remove_request(t, p, &wl);
 	tree_unlock(t);
 	wake_list_flush(&wl);
 }
@@ -527,7 +527,7 @@ static int span_enter(const char *call, struct span *sp,
 
 		tree_lock(t);
 		if (!reader)
-			revoke_fast_readers(t);
+			rl_revoke_fast_readers(t);
 		if (__builtin_expect(t->nr_requests >= RL_MAX_TREE_REQUESTS, 0))
 			rl_die(call, NULL, "too many requests in a segment of this tree "
 			       "(the limit is 2^30 - 1024 at once)");
@@ -537,7 +537,7 @@ static int span_enter(const char *call, struct span *sp,
 	for (unsigned i = 0; i < sp->n; i++) {
 		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
 
-		scan_entry(t, &sp->part[i], reader, !w, &scan);
+		rl_scan_entry(t, &sp->part[i], reader, !w, &scan);
 		blockers[i] = scan.blockers;
 		waiting += scan.blockers != 0;
 	}
@@ -559,7 +559,7 @@ static int span_enter(const char *call, struct span *sp,
 	for (unsigned i = 0; i < sp->n; i++) {
 		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
 
-		insert_request(t, &sp->part[i], reader, blockers[i], seq);
+		rl_insert_request(t, &sp->part[i], reader, blockers[i], seq);
 		t->seqnum = seq + 1;
 		if (blockers[i] && !tree_is_fifo(t))
 			atomic_fetch_or_explicit(wait_word(&sp->part[i]), HANDOFF,
@@ -571,12 +571,12 @@ static int span_enter(const char *call, struct span *sp,
 		STAT_ADD(st, waiting_now, 1);
 		STAT_PEAK(st, waiting_now, waiting_peak);
 	} else if (st) {
-		stat_granted(st, reader, false);
+		rl_stat_granted(st, reader, false);
 	}
 	for (unsigned i = sp->n; i-- > 0;)
 		tree_unlock(part_tree(s, &sp->part[i]));
 	if (st && waiting)
-		sp->wait_start_ns = now_ns();
+		sp->wait_start_ns = rl_now_ns();
 	return waiting;
 }
 
@@ -600,7 +600,7 @@ static int span_wait_parts(struct span *sp, struct waiter *w, struct span_wait *
 		w->kept_after = 0;
 		sw->skip = i;
 		rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
-		r = wait_for_grant(w);
+		r = rl_wait_for_grant(w);
 		if (r)
 			return r; /* that part left the tree: the others leave */
 		if (w->kept_after) {

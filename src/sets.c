@@ -3,7 +3,7 @@
  * librangelock: several ranges in one arrival -- range_lock_many() and its
  * interruptible, killable, timed and try forms, range_unlock_many(), and a
  * bound tree's OFD locks for a set.  Entry and waiting are protocol.c's
- * enter_many() and waiting.c's wait_for_grants().
+ * rl_enter_many() and waiting.c's rl_wait_for_grants().
  */
 #include "calls.h"
 
@@ -74,10 +74,10 @@ static int lock_many_common(const char *call, struct range_lock_tree *tree,
 		       "2^30 - 1024 at once: a waiter counts its blockers in 30 bits)");
 	}
 	if (writer)
-		revoke_fast_readers(tree);
+		rl_revoke_fast_readers(tree);
 	else
-		maybe_bias(tree);
-	held = enter_many(tree, items, n, true, false);
+		rl_maybe_bias(tree);
+	held = rl_enter_many(tree, items, n, true, false);
 	if (!held) {
 		if (!w) {
 			if (tree->stats)
@@ -95,7 +95,7 @@ static int lock_many_common(const char *call, struct range_lock_tree *tree,
 						       items[i].mode == RANGE_LOCK_READ, call,
 						       items[i].lock);
 		}
-		enter_many(tree, items, n, false, w->kind == WAIT_INTERRUPTIBLE);
+		rl_enter_many(tree, items, n, false, w->kind == WAIT_INTERRUPTIBLE);
 	}
 	st = tree->stats;
 	if (st) {
@@ -106,7 +106,7 @@ static int lock_many_common(const char *call, struct range_lock_tree *tree,
 				STAT_ADD(st, waiting_now, 1);
 				STAT_PEAK(st, waiting_now, waiting_peak);
 			} else {
-				stat_granted(st, items[i].mode == RANGE_LOCK_READ, false);
+				rl_stat_granted(st, items[i].mode == RANGE_LOCK_READ, false);
 			}
 		}
 	}
@@ -119,7 +119,7 @@ static int lock_many_common(const char *call, struct range_lock_tree *tree,
 		w->n = n;
 		w->growth = NULL;
 		w->word = WORD_NONE;
-		r = wait_for_grants(w);
+		r = rl_wait_for_grants(w);
 		if (r)
 			return r;
 	}
@@ -155,7 +155,7 @@ static void unlock_many_on_cancel(void *arg)
  * @on_cancel(@arg), the caller's local undo.  Returns 0, or the wait's
  * error (-EAGAIN for TRY) with nothing of @items left at this level.
  */
-int file_take_all(struct range_lock_file *f, const struct range_lock_item *items,
+int rl_file_take_all(struct range_lock_file *f, const struct range_lock_item *items,
 		  unsigned n, struct waiter *w, enum rl_file_wait kind,
 		  void (*on_cancel)(void *), void *arg)
 {
@@ -202,7 +202,7 @@ static int file_acquire_many(const char *call, struct range_lock_tree *tree,
 	int r;
 
 	(void)call;
-	r = file_take_all(file_of(tree), items, n, w, kind, unlock_many_on_cancel, &h);
+	r = rl_file_take_all(file_of(tree), items, n, w, kind, unlock_many_on_cancel, &h);
 	if (r)
 		unlock_many_local(tree, items, n);
 	return r;
@@ -314,7 +314,7 @@ static void unlock_many_local(struct range_lock_tree *tree,
 		rl_check_released(tree, lock);
 		if (st)
 			STAT_ADD(st, held_now, -1);
-		remove_request(tree, lock, &wl);
+		rl_remove_request(tree, lock, &wl);
 	}
 	tree_unlock(tree);
 	wake_list_flush(&wl);

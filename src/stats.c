@@ -24,12 +24,12 @@
 /* Under tree_lock: recount held_now and waiting_now from the tree.  A
  * request that spans segments counts once, by its first part, as what it
  * last counted itself (rl_span_counted(): that part's segment is locked). */
-void stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
+void rl_stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
 {
 	uint64_t held = 0, waiting = 0;
 	const struct range_lock *n;
 
-	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
+	for (n = tree->leftmost; n; n = rl_itree_next_inorder(n)) {
 		if (is_part(n)) {
 			if (n->owner_tid == RL_PART_FIRST) {
 				int c = rl_span_counted(n);
@@ -51,7 +51,7 @@ void stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
 }
 
 
-void stats_zero(struct range_lock_stats *st)
+void rl_stats_zero(struct range_lock_stats *st)
 {
 	stat_word_t *f = (stat_word_t *)st;
 
@@ -73,13 +73,13 @@ int range_lock_tree_enable_stats(struct range_lock_tree *tree,
 		r = -EBUSY;
 	} else if (!tree->stats) {
 		/* Statistics count in the tree: no fast reads from now on. */
-		revoke_fast_readers(tree);
+		rl_revoke_fast_readers(tree);
 		/* Atomics without tree_lock (waiters' wait times, readers
 		 * of the pointer): Valgrind's tools must not check them. */
 		rl_race_ok(storage, sizeof(*storage));
 		rl_race_ok(&tree->stats, sizeof(tree->stats));
-		stats_zero(storage);
-		stats_recount(tree, storage);
+		rl_stats_zero(storage);
+		rl_stats_recount(tree, storage);
 		/* release: a waiter that sees the pointer sees zeroed counters */
 		__atomic_store_n(&tree->stats, storage, __ATOMIC_RELEASE);
 	}
@@ -120,8 +120,8 @@ void range_lock_tree_reset_stats(struct range_lock_tree *tree)
 	}
 	tree_lock(tree);
 	if (tree->stats) {
-		stats_zero(tree->stats);
-		stats_recount(tree, tree->stats);
+		rl_stats_zero(tree->stats);
+		rl_stats_recount(tree, tree->stats);
 	}
 	tree_unlock(tree);
 }
@@ -142,20 +142,20 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 	/* fprintf() is a cancellation point: never be cancelled holding
 	 * tree_lock. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
-	tl_word_sleepers_woken = 0;
+	rl_tl_word_sleepers_woken = 0;
 	tree_lock(tree);
-	revoke_fast_readers(tree); /* fast readers are shown as the held readers they are */
+	rl_revoke_fast_readers(tree); /* fast readers are shown as the held readers they are */
 	fprintf(out, "range_lock_tree %p: %u request(s), next seqnum %llu\n",
 		(void *)tree, tree->nr_requests, (unsigned long long)tree->seqnum);
 	/* Word waiters live on their stacks only: the displacement above
 	 * woke the sleeping ones (the count is the futex's: tree_lock
 	 * sleepers on the same word are in it, spinning waiters are not),
 	 * and they enter the tree as soon as tree_lock is free. */
-	if (tl_word_sleepers_woken)
+	if (rl_tl_word_sleepers_woken)
 		fprintf(out, "  (%d thread(s) slept on the lock word, whole-resource "
 			"writers among them; woken, they now enter the tree)\n",
-			tl_word_sleepers_woken);
-	for (n = tree->leftmost; n; n = itree_next_inorder(n)) {
+			rl_tl_word_sleepers_woken);
+	for (n = tree->leftmost; n; n = rl_itree_next_inorder(n)) {
 		word = atomic_load_explicit(wait_word((struct range_lock *)n),
 					    memory_order_relaxed);
 		/* A reader taken from its slot knows its slot, not its thread. */

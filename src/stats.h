@@ -38,7 +38,7 @@ typedef uint64_t stat_word_t __attribute__((aligned(8)));
 
 /* stats.c: zero every counter (relaxed stores); under @tree's tree_lock,
  * set held_now, waiting_now and the peaks from the requests in @tree. */
-RL_HIDDEN void stats_zero(struct range_lock_stats *st);
-RL_HIDDEN void stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st);
+RL_HIDDEN void rl_stats_zero(struct range_lock_stats *st);
+RL_HIDDEN void rl_stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st);
 
 #endif /* RANGELOCK_STATS_H */

@@ -33,7 +33,7 @@ int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo)
 	if (tree_is_segmented(tree))
 		return rl_seg_set_flag(tree, RANGE_LOCK_TREE_FLAG_FIFO, fifo, true);
 	tree_lock(tree);
-	revoke_fast_readers(tree); /* fast readers are requests too */
+	rl_revoke_fast_readers(tree); /* fast readers are requests too */
 	busy = tree->root != NULL;
 	if (!busy) {
 		if (fifo)
@@ -52,7 +52,7 @@ int range_lock_tree_set_fast_read(struct range_lock_tree *tree, int on)
 	if (tree_is_segmented(tree))
 		return rl_seg_set_flag(tree, RANGE_LOCK_TREE_FLAG_NO_FAST_READ, !on, false);
 	tree_lock(tree);
-	revoke_fast_readers(tree);
+	rl_revoke_fast_readers(tree);
 	if (on)
 		tree_flags_store(tree, tree->flags & ~RANGE_LOCK_TREE_FLAG_NO_FAST_READ);
 	else
@@ -71,7 +71,7 @@ int range_lock_tree_destroy(struct range_lock_tree *tree)
 	if (tree_is_segmented(tree))
 		return rl_seg_destroy(tree); /* frees the segments */
 	tree_lock(tree);
-	revoke_fast_readers(tree); /* a fast reader makes the tree busy */
+	rl_revoke_fast_readers(tree); /* a fast reader makes the tree busy */
 	busy = tree->root != NULL;
 	if (!busy) { /* a bound tree is unbound: its description closed */
 		f = tree->file;
@@ -96,7 +96,7 @@ int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
 	if (r)
 		return r;
 	tree_lock(tree);
-	revoke_fast_readers(tree); /* and bound trees never read fast */
+	rl_revoke_fast_readers(tree); /* and bound trees never read fast */
 	if (tree->root) {
 		tree_unlock(tree);
 		rl_file_free(f);

@@ -9,9 +9,9 @@
  * under a microsecond, so a short spin usually wins. */
 #define TREE_LOCK_SPIN 100
 
-_Thread_local int tl_word_sleepers_woken;
+_Thread_local int rl_tl_word_sleepers_woken;
 
-uintptr_t tree_lock_acquire_slow(tree_word_t *word)
+uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word)
 {
 	/* Once we have slept we take the lock with TL_SLEEPERS set: others may
 	 * still sleep, and our release must wake one of them. */
@@ -37,7 +37,7 @@ uintptr_t tree_lock_acquire_slow(tree_word_t *word)
 				 * says "tree", so every one of them must look
 				 * again and enter the tree (word_mode.c). */
 				if (tl_fast_sleepers(w))
-					tl_word_sleepers_woken =
+					rl_tl_word_sleepers_woken =
 						rl_wake_all(tree_word_futex(word));
 				return w;
 			}
@@ -78,7 +78,7 @@ uintptr_t tree_lock_acquire_slow(tree_word_t *word)
  * holder is in the tree until its own unlock, so no other holder's value
  * can be there meanwhile.)
  */
-bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen)
+bool rl_tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen)
 {
 	uintptr_t sleepers = tl_sleepers_value(fast, tl_fast_reader(fast));
 

@@ -147,11 +147,11 @@ static inline _Atomic uint32_t *tree_word_futex(tree_word_t *word)
 #endif
 }
 
-uintptr_t tree_lock_acquire_slow(tree_word_t *word);
+uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word);
 
 /* How many word sleepers this thread's last displacement woke (for the
- * dump; written only by tree_lock_acquire_slow()). */
-extern _Thread_local int tl_word_sleepers_woken;
+ * dump; written only by rl_tree_lock_acquire_slow()). */
+extern _Thread_local int rl_tl_word_sleepers_woken;
 
 /*
  * Take the internal lock.  Returns 0, or the fast value (request | TL_FAST_x)
@@ -168,7 +168,7 @@ static inline uintptr_t tree_lock_acquire(tree_word_t *word)
 		rl_hb_acquire(word); /* from the last holder's release */
 		return 0;
 	}
-	return tree_lock_acquire_slow(word);
+	return rl_tree_lock_acquire_slow(word);
 }
 
 /* Drop the internal lock; @nonempty: the tree holds requests. */
@@ -222,12 +222,12 @@ static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
  * tree it recorded): a hand-off value names the asking waiter, not the
  * holder.
  */
-bool tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen);
+bool rl_tree_fast_release_waited(tree_word_t *word, uintptr_t fast, uintptr_t seen);
 
 /*
  * Release a fast hold @fast (its plain value): true if done.  False with
  * *@seen the value found instead: a displacer's (the holder is in the
- * tree), or a word waiter's (tree_fast_release_waited()).
+ * tree), or a word waiter's (rl_tree_fast_release_waited()).
  */
 static inline bool tree_fast_release(tree_word_t *word, uintptr_t fast, uintptr_t *seen)
 {

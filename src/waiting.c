@@ -3,7 +3,7 @@
  * librangelock: waiting for a grant, and giving up.
  *
  * A lock call whose request must wait (lock_common(), calls.c) drops
- * tree_lock and calls wait_for_grant(): the wait loop (wait_loop()) spins
+ * tree_lock and calls rl_wait_for_grant(): the wait loop (wait_loop()) spins
  * on the request's wait word while next in line (spin_for_grant()), sleeps
  * on it otherwise (sleep_once()), claims an ELIGIBLE range and sets its
  * HANDOFF mark at the hand-off bound (claim_or_mark()).  The wait word and
@@ -16,7 +16,7 @@
  * tree_lock and looks at its word.  If a grant arrived meanwhile, or it is
  * ELIGIBLE (the range is free), it keeps the range (signal, timeout: report
  * success) or releases it like an unlock (cancellation: the thread is going
- * away).  Otherwise it leaves the tree through remove_request()
+ * away).  Otherwise it leaves the tree through rl_remove_request()
  * (protocol.c), the same code as unlock, which un-accounts exactly the
  * later requests that counted it.
  */
@@ -62,7 +62,7 @@ static _Thread_local uint32_t grant_spin_budget
 
 /* ---- waiting time ---------------------------------------------------- */
 
-uint64_t now_ns(void)
+uint64_t rl_now_ns(void)
 {
 	struct timespec ts;
 
@@ -70,7 +70,7 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void stat_wait_time(struct range_lock_stats *st, uint64_t ns)
+void rl_stat_wait_time(struct range_lock_stats *st, uint64_t ns)
 {
 	uint64_t max = __atomic_load_n(&st->wait_ns_max, __ATOMIC_RELAXED);
 
@@ -93,7 +93,7 @@ static void claim_eligible(struct range_lock_tree *tree, struct range_lock *lock
 	 * tree_lock, which we acquired. */
 	atomic_store_explicit(wait_word(lock), 0, memory_order_relaxed);
 	if (tree->stats)
-		stat_granted_or_grown(tree->stats, lock);
+		rl_stat_granted_or_grown(tree->stats, lock);
 }
 
 static void stat_give_up(struct range_lock_stats *st, enum give_up why)
@@ -111,7 +111,7 @@ static void stat_give_up(struct range_lock_stats *st, enum give_up why)
  * growths of a grow): all or nothing.  Under one hold of tree_lock: if every
  * request is granted or eligible (claimed now), the call keeps them all
  * (signal, timeout: success); otherwise -- and always on cancellation --
- * every one leaves the tree through remove_request(), held ones released as
+ * every one leaves the tree through rl_remove_request(), held ones released as
  * by an unlock.  A grow's owner is not among them: it keeps what it held.
  */
 static bool withdraw_group(struct waiter *w, enum give_up why)
@@ -142,7 +142,7 @@ static bool withdraw_group(struct waiter *w, enum give_up why)
 	}
 	if (st) {
 		if (w->wait_start_ns)
-			stat_wait_time(st, now_ns() - w->wait_start_ns);
+			rl_stat_wait_time(st, rl_now_ns() - w->wait_start_ns);
 		stat_give_up(st, why);
 	}
 	for (unsigned i = 0; i < w->n; i++) {
@@ -157,7 +157,7 @@ static bool withdraw_group(struct waiter *w, enum give_up why)
 			STAT_ADD(st, waiting_now, -1);
 		else if (st && !is_growth(lock))
 			STAT_ADD(st, held_now, -1);
-		remove_request(tree, lock, &wl);
+		rl_remove_request(tree, lock, &wl);
 	}
 	tree_unlock(tree);
 	wake_list_flush(&wl);
@@ -196,7 +196,7 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 		/* Timed here, under tree_lock: once the request is out of the
 		 * tree, the tree and its statistics storage may be freed. */
 		if (w->wait_start_ns)
-			stat_wait_time(st, now_ns() - w->wait_start_ns);
+			rl_stat_wait_time(st, rl_now_ns() - w->wait_start_ns);
 		if (granted) {
 			STAT_ADD(st, held_now, -1);
 		} else {
@@ -207,7 +207,7 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 	if (__builtin_expect(lock->owner_tid == RL_PART_FIRST, 0)) /* it counts */
 		rl_span_withdrawn(tree, lock, why == GIVE_UP_SIGNAL ? -EINTR :
 					      why == GIVE_UP_TIMEOUT ? -ETIMEDOUT : -ECANCELED);
-	remove_request(tree, lock, &wl);
+	rl_remove_request(tree, lock, &wl);
 	tree_unlock(tree);
 	wake_list_flush(&wl);
 	return false;
@@ -347,8 +347,8 @@ static int wait_loop(struct waiter *w)
 		    w->word == WORD_MARKED;
 	if (!w->marked && w->word < WORD_WAITED) {
 		/* (A longer word waiter's bound runs from its first sleep
-		 * decision: word_wait(); the later requests of a set or a
-		 * grow keep the bound of the first: wait_for_grants().) */
+		 * decision: rl_word_wait(); the later requests of a set or a
+		 * grow keep the bound of the first: rl_wait_for_grants().) */
 		clock_gettime(CLOCK_MONOTONIC, &w->handoff);
 		timespec_add_ns(&w->handoff, RL_HANDOFF_NS);
 	}
@@ -447,7 +447,7 @@ static int wait_loop_killable(struct waiter *w)
 	return r;
 }
 
-int wait_for_grant(struct waiter *w)
+int rl_wait_for_grant(struct waiter *w)
 {
 	/* A part of a spanning request counts nothing: the request times
 	 * its whole wait (segments.c). */
@@ -456,9 +456,9 @@ int wait_for_grant(struct waiter *w)
 
 	rl_async_check_may_wait("lock call", w->lock);
 
-	if (w->word == WORD_NONE) /* else word_wait() began it */
+	if (w->word == WORD_NONE) /* else rl_word_wait() began it */
 		rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
-	w->wait_start_ns = st ? now_ns() : 0;
+	w->wait_start_ns = st ? rl_now_ns() : 0;
 	if (w->kind == WAIT_KILLABLE)
 		r = wait_loop_killable(w);
 	else
@@ -472,19 +472,19 @@ int wait_for_grant(struct waiter *w)
 	}
 	/* Granted: the request is held, so the storage still lives. */
 	if (r == 0 && st)
-		stat_wait_time(st, now_ns() - w->wait_start_ns);
+		rl_stat_wait_time(st, rl_now_ns() - w->wait_start_ns);
 	return r;
 }
 
 
-int wait_for_grants(struct waiter *w)
+int rl_wait_for_grants(struct waiter *w)
 {
 	struct range_lock_stats *st = stats_of(w->tree);
 	int r = 0;
 
 	rl_async_check_may_wait("lock call", NULL);
 
-	w->wait_start_ns = st ? now_ns() : 0;
+	w->wait_start_ns = st ? rl_now_ns() : 0;
 	for (unsigned i = 0; i < w->n; i++) {
 		w->lock = w->items[i].lock;
 		w->reader = w->items[i].mode == RANGE_LOCK_READ;
@@ -506,6 +506,6 @@ int wait_for_grants(struct waiter *w)
 	}
 	/* Every one is held (a give-up that found them all granted kept them). */
 	if (st && w->wait_start_ns)
-		stat_wait_time(st, now_ns() - w->wait_start_ns);
+		rl_stat_wait_time(st, rl_now_ns() - w->wait_start_ns);
 	return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * Waiting for a grant (waiting.c): the state of one waiting lock call.
  * A lock call sets it up with waiter_init() and, when it must wait,
- * calls wait_for_grant() after dropping tree_lock.
+ * calls rl_wait_for_grant() after dropping tree_lock.
  */
 #ifndef RANGELOCK_WAITING_H
 #define RANGELOCK_WAITING_H
@@ -60,7 +60,7 @@ struct waiter {
 };
 
 /* Only the fields a lock call reads before it waits: the others are set by
- * lock_common() and wait_for_grant() when it does.  Zeroing the whole
+ * lock_common() and rl_wait_for_grant() when it does.  Zeroing the whole
  * struct cost every uncontended call 80 bytes of stores (bench, issue 13). */
 static inline void waiter_init(struct waiter *w, enum wait_kind kind,
 			       clockid_t clockid, const struct timespec *abstime)
@@ -104,12 +104,12 @@ RL_HIDDEN void rl_sooner_user_deadline(const struct waiter *w, struct timespec *
  * or -ETIMEDOUT.  Called without tree_lock; cancellation of a killable
  * wait withdraws the request.
  */
-RL_HIDDEN int wait_for_grant(struct waiter *w);
+RL_HIDDEN int rl_wait_for_grant(struct waiter *w);
 
 /* CLOCK_MONOTONIC in nanoseconds; a wait's time into the statistics
  * (relaxed RMWs: no tree_lock needed). */
-RL_HIDDEN uint64_t now_ns(void);
-RL_HIDDEN void stat_wait_time(struct range_lock_stats *st, uint64_t ns);
+RL_HIDDEN uint64_t rl_now_ns(void);
+RL_HIDDEN void rl_stat_wait_time(struct range_lock_stats *st, uint64_t ns);
 
 /*
  * The same for @w->items (@w->n requests of @w->tree, entered together):
@@ -118,6 +118,6 @@ RL_HIDDEN void stat_wait_time(struct range_lock_stats *st, uint64_t ns);
  * -ETIMEDOUT.  A give-up that finds every one granted or eligible keeps
  * them all: 0.
  */
-RL_HIDDEN int wait_for_grants(struct waiter *w);
+RL_HIDDEN int rl_wait_for_grants(struct waiter *w);
 
 #endif /* RANGELOCK_WAITING_H */

@@ -38,7 +38,7 @@
  *
  * Leaving word mode.  Anything that takes tree_lock meanwhile displaces the
  * holder as today (for a hand-off value: the rb_left it names) and, if word
- * waiters may sleep, wakes them all (tree_lock_acquire_slow()); a word
+ * waiters may sleep, wakes them all (rl_tree_lock_acquire_slow()); a word
  * waiter that sees anything but a conflicting fast value, 0 or its own grant
  * leaves for the tree path, where it waits like any request (marked at once
  * if past its bound).  The tree is in word mode again when it empties.
@@ -128,7 +128,7 @@ static bool take_free_word(tree_word_t *word, uintptr_t *v, uintptr_t value)
 
 /* The word waiter's loop (the design above; word_mode.h says what it
  * returns). */
-int word_wait(struct range_lock_tree *tree, struct range_lock *lock,
+int rl_word_wait(struct range_lock_tree *tree, struct range_lock *lock,
 	      struct waiter *w, uintptr_t v)
 {
 	tree_word_t *word = tree_lock_word(tree);

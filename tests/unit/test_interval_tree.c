@@ -27,7 +27,7 @@ static uint64_t rnd(unsigned *seed, uint64_t mod)
 static void check_tree(struct range_lock *root, size_t expect)
 {
 	size_t count;
-	const char *msg = itree_check(root, &count);
+	const char *msg = rl_itree_check(root, &count);
 
 	if (msg)
 		fail_msg("invariant broken: %s", msg);
@@ -73,11 +73,11 @@ static void run_random(unsigned seed, uint64_t space, uint64_t maxlen)
 			memset(&nodes[i], 0, sizeof(nodes[i]));
 			nodes[i].start = s;
 			nodes[i].last = (s + len < s || s + len >= space) ? space - 1 : s + len;
-			itree_insert(&root, &nodes[i]);
+			rl_itree_insert(&root, &nodes[i]);
 			present[i] = true;
 			count++;
 		} else {
-			itree_erase(&root, &nodes[i]);
+			rl_itree_erase(&root, &nodes[i]);
 			assert_false(nodes[i].rb_parent_flags & RL_LINKED);
 			present[i] = false;
 			count--;
@@ -96,7 +96,7 @@ static void run_random(unsigned seed, uint64_t space, uint64_t maxlen)
 		size_t i = (size_t)rnd(&seed, N);
 		if (!present[i])
 			continue;
-		itree_erase(&root, &nodes[i]);
+		rl_itree_erase(&root, &nodes[i]);
 		present[i] = false;
 		count--;
 		check_tree(root, count);
@@ -130,13 +130,13 @@ static void test_duplicates_in_order(void **state)
 		memset(&nodes[i], 0, sizeof(nodes[i]));
 		nodes[i].start = 7;
 		nodes[i].last = 7 + i % 5;
-		itree_insert(&root, &nodes[i]);
+		rl_itree_insert(&root, &nodes[i]);
 	}
 	check_tree(root, 50);
 	itree_foreach(n, root, 0, 100)
 		assert_ptr_equal(n, &nodes[k++]);
 	assert_int_equal(k, 50);
-	for (n = &nodes[0], k = 0; n; n = itree_next_inorder(n))
+	for (n = &nodes[0], k = 0; n; n = rl_itree_next_inorder(n))
 		k++;
 	assert_int_equal(k, 50);
 }
@@ -152,17 +152,17 @@ static void test_checker_catches_corruption(void **state)
 		memset(&nodes[i], 0, sizeof(nodes[i]));
 		nodes[i].start = i * 10;
 		nodes[i].last = i * 10 + 5;
-		itree_insert(&root, &nodes[i]);
+		rl_itree_insert(&root, &nodes[i]);
 	}
-	assert_null(itree_check(root, &count));
+	assert_null(rl_itree_check(root, &count));
 	root->subtree_last--;
-	assert_non_null(itree_check(root, &count));
+	assert_non_null(rl_itree_check(root, &count));
 	root->subtree_last++;
 	root->rb_parent_flags &= ~RB_BLACK;
-	assert_non_null(itree_check(root, &count));
+	assert_non_null(rl_itree_check(root, &count));
 	root->rb_parent_flags |= RB_BLACK;
 	root->rb_left->start = 1000;
-	assert_non_null(itree_check(root, &count));
+	assert_non_null(rl_itree_check(root, &count));
 }
 
 int main(void)

@@ -16,18 +16,18 @@
  *  M1 range_lock_many() takes its members one at a time (a plain lock call
  *     per member): set_deadlock_pattern (deadlock, reported after 60 s
  *     with a dump, abort) in every variant.
- *  M2 enter_many() lets members overtake individually (a member with no
+ *  M2 rl_enter_many() lets members overtake individually (a member with no
  *     held or marked conflict is held at once at min-1, the others wait at
  *     the next seqnum): LONG: set_overtakes_only_as_a_whole (the waiting
  *     writer was passed).  Not caught by the other variants (their waiter
  *     is marked after 2 ms: nothing overtakes it anyway).
- *  M3 grow_enter() does not add the growth as a blocker of later waiters:
+ *  M3 rl_grow_enter() does not add the growth as a blocker of later waiters:
  *     grow_later_waiter_waits_for_grown (the later writer was granted
  *     together with the grown request), every variant.
  *  M4 precedes(): a growth does not count later holders (only seq < s):
  *     grow_waits_for_later_holder (grown at once over a held writer), and
  *     grow_try_* (returned 1), every variant.
- *  M5 shrink_request() skips put_dropped(): shrink_releases_exactly (the
+ *  M5 rl_shrink_request() skips put_dropped(): shrink_releases_exactly (the
  *     waiter on the dropped part stayed waiting), shrink_fast_paths,
  *     every variant.
  *  M6 withdraw_group() keeps the held members of a set that gives up
@@ -35,7 +35,7 @@
  *     set_interruptible_gives_up_all (probe of the free member failed), in
  *     every variant; set_killable_cancel is not affected (cancellation
  *     removes all before the mutated test).
- *  M7 grow_merge() without the put_blocker of requests that counted the
+ *  M7 rl_grow_merge() without the put_blocker of requests that counted the
  *     owner and a growth: grow_later_waiter_waits_for_grown (the writer
  *     across the old and the added part never got in after the grower's
  *     unlock: 5 s bound); the checking mode aborts at the unlock (tree

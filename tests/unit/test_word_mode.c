@@ -34,17 +34,17 @@
  * Mutants (the code broken on purpose; F/P = real bound, futex/POSIX;
  * LF/LP = one-hour bound), and what caught them:
  *  - unlock wakes nobody (tree_fast_release_sleepers): LF/LP: the three
- *    word_wait scenarios, trylock, timed, cross-thread unlock, then a hang
+ *    rl_word_wait scenarios, trylock, timed, cross-thread unlock, then a hang
  *    (watchdog); F/P: nothing (the sleeper's 2 ms timer rescues it);
  *    torture_word_longhandoff_writers: HANG.
  *  - word_blocks() always false (no word mode): every variant: the
- *    word_wait scenarios, trylock, timed, handoff_bound (F/P), dump,
+ *    rl_word_wait scenarios, trylock, timed, handoff_bound (F/P), dump,
  *    partial/full reader beside a word reader (LF/LP); torture_word_*
  *    --expect-word-mode (writers, timed, longhandoff_writers).
  *  - no pass-on wake: LF/LP: pass_on_wake; F/P: nothing (2 ms timer).
  *  - the displacer does not wake all: F/P: dump_word_sleepers; LF/LP:
  *    partial_writer_goes_to_tree, reader_beside_word_reader (then abort).
- *  - no sleepers code (sleep on the plain value): every variant: word_wait
+ *  - no sleepers code (sleep on the plain value): every variant: rl_word_wait
  *    scenarios, dump; LF/LP hang (watchdog); torture_word_timed
  *    (--expect-word-mode) and torture_word_longhandoff_* (HANG).
  *  - no hand-off (never ask at the bound): F/P: handoff_bound.
@@ -85,7 +85,7 @@
  *    wake on).
  *  - a timed word waiter ignores its deadline: LF/LP: timed_word_wait
  *    hangs (watchdog); F/P: nothing (it leaves for the tree at 2 ms).
- *  - no -EINVAL check in word_wait(): timed_word_wait, all variants.
+ *  - no -EINVAL check in rl_word_wait(): timed_word_wait, all variants.
  *  - word_blocks() without the statistics check: not caught (equivalent:
  *    with statistics on a fast holder materialises itself at once).
  */
