@@ -62,6 +62,10 @@ static _Thread_local uint32_t grant_spin_budget
 
 /* ---- waiting time ---------------------------------------------------- */
 
+#ifdef RL_TEST_HOOKS
+void (*rl_test_give_up_hook)(void);
+#endif
+
 uint64_t rl_now_ns(void)
 {
 	struct timespec ts;
@@ -411,6 +415,7 @@ static int wait_loop(struct waiter *w)
 		if (r < 0) {
 			enum give_up why = r == -EINTR ? GIVE_UP_SIGNAL : GIVE_UP_TIMEOUT;
 
+			RL_TEST_GIVE_UP_HOOK();
 			if (w->items ? withdraw_group(w, why) : withdraw_request(w, why)) {
 				w->kept_after = r;
 				return 0;

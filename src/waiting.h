@@ -120,4 +120,16 @@ RL_HIDDEN void rl_stat_wait_time(struct range_lock_stats *st, uint64_t ns);
  */
 RL_HIDDEN int rl_wait_for_grants(struct waiter *w);
 
+/* Test builds only (RL_TEST_HOOKS: the static test variants): called, if
+ * set, on the waiting thread when its sleep ended by a signal or the
+ * deadline, before it withdraws under tree_lock -- where
+ * tests/unit/test_segments.c grants the request, to reach the give-up that
+ * finds its request granted. */
+#ifdef RL_TEST_HOOKS
+extern void (*rl_test_give_up_hook)(void) RL_HIDDEN;
+#define RL_TEST_GIVE_UP_HOOK() do { if (rl_test_give_up_hook) rl_test_give_up_hook(); } while (0)
+#else
+#define RL_TEST_GIVE_UP_HOOK() ((void)0)
+#endif
+
 #endif /* RANGELOCK_WAITING_H */

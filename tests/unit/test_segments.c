@@ -501,6 +501,92 @@ static void test_signal_and_cancel_leave_no_part(void **state)
 	}
 }
 
+#ifdef TEST_HOOKS
+/*
+ * The window between a signal and the give-up: the part being waited for
+ * is granted after the sleep ended (the hook: the holder unlocks, on the
+ * waiter's thread) and before the waiter withdraws it.  The call then keeps
+ * its range only if every other part is granted too; else every part
+ * leaves, the granted one included, and it returns -EINTR -- it must not
+ * wait on for a later part, with the signal unreported.
+ */
+extern void (*rl_test_give_up_hook)(void); /* RL_TEST_HOOKS */
+static struct range_lock_tree *hook_tree;
+static struct range_lock *hook_holder;
+
+static void grant_in_give_up_window(void)
+{
+	struct range_lock *h = __atomic_load_n(&hook_holder, __ATOMIC_SEQ_CST);
+
+	__atomic_store_n(&hook_holder, NULL, __ATOMIC_SEQ_CST); /* once */
+	if (h)
+		range_write_unlock(hook_tree, h);
+}
+
+static void test_signal_as_part_granted(void **state)
+{
+	struct sigaction sa;
+	struct range_lock_tree tree;
+	struct range_lock h0, h1, probe;
+	struct locker a;
+	pthread_t th;
+	bool done_in_time;
+
+	(void)state;
+	watchdog(60);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART */
+	sigaction(SIGUSR1, &sa, NULL);
+	rl_test_give_up_hook = grant_in_give_up_window;
+	/* later_busy: a holder in segment 1 too, so the later part waits. */
+	for (int later_busy = 0; later_busy < 2; later_busy++) {
+		seg_tree(&tree, 2, 2, false);
+		range_lock_init(&h0, 2, 2); /* segment 0 */
+		range_write_lock(&tree, &h0);
+		range_lock_init(&h1, 5, 5); /* segment 1 */
+		if (later_busy)
+			range_write_lock(&tree, &h1);
+		/* [1, 6]: parts [1, 3] (waits for h0) and [4, 6]. */
+		start_locker(&a, &th, &tree, 1, 6, false, 1);
+		assert_true(wait_for_parts_waiting(&tree, 1 + later_busy));
+		hook_tree = &tree;
+		__atomic_store_n(&hook_holder, &h0, __ATOMIC_SEQ_CST);
+		/* Signals until one ends a sleep (one that comes before the
+		 * sleep is no interruption), then none: that one signal must
+		 * end the call. */
+		for (int i = 0; i < 2000 && __atomic_load_n(&hook_holder, __ATOMIC_SEQ_CST); i++) {
+			pthread_kill(th, SIGUSR1);
+			sleep_ms(5);
+		}
+		for (int i = 0; i < 2000 && !atomic_load(&a.done); i++)
+			sleep_ms(1);
+		done_in_time = atomic_load(&a.done);
+		if (!done_in_time && later_busy)
+			range_write_unlock(&tree, &h1); /* free it, then fail */
+		pthread_join(th, NULL);
+		assert_null(hook_holder); /* the window was reached */
+		assert_true(done_in_time); /* not waiting on with the signal unreported */
+		assert_int_equal(dump_count(&tree, "waiting"), 0);
+		if (later_busy) {
+			assert_int_equal(a.result, -EINTR);
+			assert_true(all_free(&tree, 0, 4, 2));
+			assert_true(all_free(&tree, 6, 15, 2));
+			range_write_unlock(&tree, &h1);
+		} else {
+			assert_int_equal(a.result, 0); /* every part granted: kept */
+			range_lock_init(&probe, 1, 1);
+			assert_false(range_read_trylock(&tree, &probe));
+			range_lock_init(&probe, 6, 6);
+			assert_false(range_read_trylock(&tree, &probe));
+			range_write_unlock(&tree, &a.req);
+		}
+		assert_true(all_free(&tree, 0, 15, 2));
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+	rl_test_give_up_hook = NULL;
+}
+#endif
+
 /* A cancelled spanning waiter lets in the requests queued behind its parts:
  * behind the part it held and behind the part it waited with.  (FIFO: the
  * default policy may let the second follower overtake.) */
@@ -811,6 +897,9 @@ static void test_misuse_aborts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+#ifdef TEST_HOOKS_ONLY
+		cmocka_unit_test(test_signal_as_part_granted),
+#else
 		cmocka_unit_test(test_geometry_matches_brute_force),
 		cmocka_unit_test(test_geometry_full_range),
 		cmocka_unit_test(test_exclusion_default),
@@ -819,12 +908,16 @@ int main(void)
 		cmocka_unit_test(test_policy_inside_segment),
 		cmocka_unit_test(test_timeout_leaves_no_part),
 		cmocka_unit_test(test_signal_and_cancel_leave_no_part),
+#ifdef TEST_HOOKS
+		cmocka_unit_test(test_signal_as_part_granted),
+#endif
 		cmocka_unit_test(test_cancel_lets_followers_in),
 		cmocka_unit_test(test_downgrade_spanning),
 		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_async_refused),
 		cmocka_unit_test(test_misuse_aborts),
+#endif
 	};
 
 	watchdog(240);
