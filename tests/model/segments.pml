@@ -82,7 +82,10 @@
  *   OUT_OF_ORDER     thread 1 takes its segment locks in DESCENDING order
  *   EARLY_RELEASE    each segment's lock is released once the part is in
  *                    (its own seqnum there) before the next is taken
- *                    (FIFO only)
+ *                    (FIFO only; 2 or 3 segments)
+ *   HAND_OVER_HAND   the same, but each lock is released only once the
+ *                    next is taken (FIFO only): fails the arrival check
+ *                    alone -- with -DNO_ARRIVAL_CHECK it verifies
  *   PARTIAL_GIVEUP   a spanning give-up withdraws only the part it waited
  *                    for (the lowest not yet granted): the others stay
  *   SEG_GRANULAR     a part counts every conflicting part of its segment,
@@ -95,11 +98,15 @@
 
 #ifdef CFG_SEG3
 #define NS 3		/* segments */
-#if defined(CFG_GROW) || defined(MUT_EARLY_RELEASE)
-#error "CFG_GROW and MUT_EARLY_RELEASE are 2-segment configurations"
+#ifdef CFG_GROW
+#error "CFG_GROW is a 2-segment configuration"
 #endif
 #else
 #define NS 2
+#endif
+#if (defined(MUT_EARLY_RELEASE) || defined(MUT_HAND_OVER_HAND)) && \
+    (!defined(FIFO) || defined(CFG_GROW))
+#error "MUT_EARLY_RELEASE and MUT_HAND_OVER_HAND: FIFO trees, no CFG_GROW"
 #endif
 #define NU (2 * NS)	/* units */
 #define NT 3		/* threads */
@@ -272,7 +279,7 @@ inline granted(r)
 		hq = 0;
 		do
 		:: hq < NQ ->
-#ifdef FIFO
+#if defined(FIFO) && !defined(NO_ARRIVAL_CHECK)
 			assert(ISG(r) || !EARLIER(hq, r));
 #endif
 			assert(!(ho[hq] && hq != r && (late[hq] & (1 << r))));
@@ -430,7 +437,7 @@ proctype thread(byte t)
 		lo = st[t] / 2; hi = la[t] / 2
 	}
 
-#ifndef MUT_EARLY_RELEASE
+#if !defined(MUT_EARLY_RELEASE) && !defined(MUT_HAND_OVER_HAND)
 	/* S2: the segment locks, ascending (the mutant: descending) */
 #ifdef MUT_OUT_OF_ORDER
 	if
@@ -570,73 +577,67 @@ enter:	/* S3: one arrival under all of them */
 		check_inv()
 	}
 #else
-	/* mutant (FIFO): hand-over-hand with a release in between, one
-	 * seqnum per segment */
+	/* mutants (FIFO): one segment at a time, one seqnum per segment;
+	 * EARLY_RELEASE drops a segment's lock before it takes the next,
+	 * HAND_OVER_HAND only once it holds the next */
+	k = lo;
 	LOCK(lo);
-	atomic {
-		ent[t] = 1; arr[t] = clk; clk++;
-		pst[P(t, lo)] = HST(t, lo); pla[P(t, lo)] = HLA(t, lo);
-		pin[P(t, lo)] = 1; psq[P(t, lo)] = gseq[lo]; gseq[lo]++;
-		j = 0; sc = 0;
-		do
-		:: j < NQ ->
+	do
+	:: k <= hi ->
+		atomic {
 			if
-			:: COUNTS(j, t, lo) -> sc++
+			:: k == lo -> ent[t] = 1; arr[t] = clk; clk++
 			:: else
 			fi;
-			j++
-		:: else -> break
-		od;
-		j = 0;
-		pcnt[P(t, lo)] = sc;
-		if
-		:: sc > 0 -> nwait[lo]++
-		:: else
-		fi;
-		sc = 0;
-		if
-		:: hi == lo -> ent[t] = 0;
-			if
-			:: TOT(t) == 0 -> granted(t)
-			:: else
-			fi
-		:: else
-		fi;
-		lk[lo] = 0;
-		check_inv()
-	}
-	if
-	:: hi > lo ->
-		LOCK(hi);
-		atomic {
-			pst[P(t, hi)] = HST(t, hi); pla[P(t, hi)] = HLA(t, hi);
-			pin[P(t, hi)] = 1; psq[P(t, hi)] = gseq[hi]; gseq[hi]++;
+			pst[P(t, k)] = HST(t, k); pla[P(t, k)] = HLA(t, k);
+			pin[P(t, k)] = 1; psq[P(t, k)] = gseq[k]; gseq[k]++;
 			j = 0; sc = 0;
 			do
 			:: j < NQ ->
 				if
-				:: COUNTS(j, t, hi) -> sc++
+				:: COUNTS(j, t, k) -> sc++
 				:: else
 				fi;
 				j++
 			:: else -> break
 			od;
 			j = 0;
-			pcnt[P(t, hi)] = sc;
+			pcnt[P(t, k)] = sc;
 			if
-			:: sc > 0 -> nwait[hi]++
+			:: sc > 0 -> nwait[k]++
 			:: else
 			fi;
-			sc = 0; ent[t] = 0;
+			sc = 0;
 			if
-			:: TOT(t) == 0 -> granted(t)
+			:: k == hi -> ent[t] = 0;
+				if
+				:: TOT(t) == 0 -> granted(t)
+				:: else
+				fi
 			:: else
 			fi;
-			lk[hi] = 0;
+#ifdef MUT_EARLY_RELEASE
+			lk[k] = 0;
+#else
+			if
+			:: k == hi -> lk[k] = 0
+			:: else
+			fi;
+#endif
 			check_inv()
 		}
-	:: else
-	fi;
+		if
+		:: k < hi ->
+			LOCK(k + 1);
+#ifndef MUT_EARLY_RELEASE
+			lk[k] = 0;
+#endif
+		:: else
+		fi;
+		k++
+	:: else -> break
+	od;
+	k = 0;
 	ok = 1;
 #endif
 	if
@@ -903,6 +904,9 @@ init
 		 * [0,5]; any mode, every call */
 		rmask[1] = 2048 | 4096 | 8192; fmd[1] = ANY;
 		wk[1] = K_PLAIN | K_TIMED | K_TRY;
+#if defined(MUT_EARLY_RELEASE) || defined(MUT_HAND_OVER_HAND)
+		wk[1] = K_PLAIN | K_TIMED;	/* (the mutants have no trylock) */
+#endif
 		/* thread 2: single-segment ranges, the middle one included */
 		rmask[2] = 16 | 16384 | 32768; fmd[2] = ANY; wk[2] = K_PLAIN | K_TIMED;
 #else
@@ -914,8 +918,8 @@ init
 		/* thread 1: spanning or not, any mode, every call */
 		rmask[1] = 2 | 8 | 16 | 128 | 512; fmd[1] = ANY;
 		wk[1] = K_PLAIN | K_TIMED | K_TRY;
-#ifdef MUT_EARLY_RELEASE
-		wk[1] = K_PLAIN | K_TIMED;
+#if defined(MUT_EARLY_RELEASE) || defined(MUT_HAND_OVER_HAND)
+		wk[1] = K_PLAIN | K_TIMED;	/* (the mutants have no trylock) */
 #endif
 		/* thread 2: single-segment ranges, any mode, plain or timed */
 		rmask[2] = 1 | 4 | 16 | 32; fmd[2] = ANY; wk[2] = K_PLAIN | K_TIMED;
