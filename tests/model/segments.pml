@@ -84,8 +84,11 @@
  *                    (its own seqnum there) before the next is taken
  *                    (FIFO only; 2 or 3 segments)
  *   HAND_OVER_HAND   the same, but each lock is released only once the
- *                    next is taken (FIFO only): fails the arrival check
- *                    alone -- with -DNO_ARRIVAL_CHECK it verifies
+ *                    next is taken (FIFO only).  Not a ctest mutant: the
+ *                    arrival ghost (set at the first segment's entry)
+ *                    also flags schedules the correct entry allows; with
+ *                    -DNO_ARRIVAL_CHECK it verifies (no deadlock,
+ *                    exclusion, the invariant)
  *   PARTIAL_GIVEUP   a spanning give-up withdraws only the part it waited
  *                    for (the lowest not yet granted): the others stay
  *   SEG_GRANULAR     a part counts every conflicting part of its segment,
