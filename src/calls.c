@@ -305,8 +305,8 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 			STAT_ADD(st, trylock_failed, 1);
 	} else {
 		rl_insert_request(tree, lock, reader, 0,
-			       scan.blockers ? rl_overtake(tree, lock, reader, &scan)
-					     : tree->seqnum++);
+				  scan.blockers ? rl_overtake(tree, lock, reader, &scan)
+						: tree->seqnum++);
 		if (st)
 			rl_stat_granted(st, reader, false);
 	}
@@ -402,7 +402,7 @@ rl_word_release_waited(struct range_lock_tree *tree, struct range_lock *lock,
 	    (struct range_lock *)(void *)tree)
 		return false;
 	return rl_tree_fast_release_waited(tree_lock_word(tree), fast_value(lock, reader),
-					seen);
+					   seen);
 }
 void rl_unlock_local(const char *call, struct range_lock_tree *tree,
 		  struct range_lock *lock, bool reader)

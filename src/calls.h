@@ -248,8 +248,8 @@ RL_HIDDEN int rl_file_acquire(const char *call, struct range_lock_tree *tree,
 /* sets.c: take the OFD locks of every member of a set (also a growth's
  * parts, grow.c). */
 RL_HIDDEN int rl_file_take_all(struct range_lock_file *f, const struct range_lock_item *items,
-			    unsigned n, struct waiter *w, enum rl_file_wait kind,
-			    void (*on_cancel)(void *), void *arg);
+			       unsigned n, struct waiter *w, enum rl_file_wait kind,
+			       void (*on_cancel)(void *), void *arg);
 RL_HIDDEN void rl_unlock_local(const char *call, struct range_lock_tree *tree,
 			    struct range_lock *lock, bool reader);
 

@@ -341,7 +341,7 @@ static struct range_lock *subtree_first(struct range_lock *n, uint64_t start,
 }
 
 struct range_lock *rl_itree_first(struct range_lock *root, uint64_t start,
-			       uint64_t last)
+				  uint64_t last)
 {
 	if (!root || root->subtree_last < start)
 		return NULL;
@@ -349,7 +349,7 @@ struct range_lock *rl_itree_first(struct range_lock *root, uint64_t start,
 }
 
 struct range_lock *rl_itree_next(struct range_lock *n, uint64_t start,
-			      uint64_t last)
+				 uint64_t last)
 {
 	struct range_lock *p, *prev;
 

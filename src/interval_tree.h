@@ -36,10 +36,10 @@ void rl_itree_erase(struct range_lock **root, struct range_lock *node);
 struct range_lock *rl_itree_next_inorder(const struct range_lock *node);
 /* The in-order first node intersecting [start, last], or NULL. */
 struct range_lock *rl_itree_first(struct range_lock *root, uint64_t start,
-			       uint64_t last);
+				  uint64_t last);
 /* The in-order next node after @node intersecting [start, last], or NULL. */
 struct range_lock *rl_itree_next(struct range_lock *node, uint64_t start,
-			      uint64_t last);
+				 uint64_t last);
 /* Check every red-black and augmentation invariant: NULL when they hold,
  * else a message; *count receives the number of nodes. */
 const char *rl_itree_check(const struct range_lock *root, size_t *count);

@@ -500,7 +500,7 @@ void rl_remove_request(struct range_lock_tree *tree, struct range_lock *lock,
  * members that wait are HANDOFF-marked (interruptible calls).
  */
 bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
-		unsigned n, bool try, bool mark)
+		   unsigned n, bool try, bool mark)
 {
 	struct entry_scan scan;
 	bool must_wait = false, any = false;
@@ -611,7 +611,7 @@ static void put_dropped(struct range_lock_tree *tree, struct range_lock *lock,
  * what it keeps lose that blocker (and may be granted).  Its seqnum stays.
  */
 void rl_shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
-		    uint64_t start, uint64_t last, struct wake_list *wl)
+		       uint64_t start, uint64_t last, struct wake_list *wl)
 {
 	uint64_t a = lock->start, b = lock->last;
 
@@ -637,7 +637,7 @@ void rl_shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
  * (rl_remove_request()), which leaves L exactly as before.
  */
 bool rl_grow_enter(struct range_lock_tree *tree, struct growth *g, bool try, bool mark,
-		struct wake_list *wl)
+		   struct wake_list *wl)
 {
 	struct range_lock *owner = g->owner, *n;
 	bool reader = is_reader(owner);

@@ -295,24 +295,24 @@ struct entry_scan {
 
 /* Count the requests @lock conflicts with, and whether it may overtake. */
 RL_HIDDEN void rl_scan_entry(struct range_lock_tree *tree, const struct range_lock *lock,
-			  bool reader, bool stop_at_first, struct entry_scan *scan);
+			     bool reader, bool stop_at_first, struct entry_scan *scan);
 /* Overtake them all (every one an unmarked waiter): returns @lock's seqnum. */
 RL_HIDDEN uint64_t rl_overtake(struct range_lock_tree *tree, const struct range_lock *lock,
-			    bool reader, const struct entry_scan *scan);
+			       bool reader, const struct entry_scan *scan);
 /* The caller has set lock->owner_tid.  @seqnum: tree->seqnum++ for an
  * arrival, the rl_overtake() position for an overtaker. */
 RL_HIDDEN void rl_insert_request(struct range_lock_tree *tree, struct range_lock *lock,
-			      bool reader, uint32_t blockers, uint64_t seqnum);
+				 bool reader, uint32_t blockers, uint64_t seqnum);
 /* Take @lock out of the tree and release the later requests that counted it. */
 RL_HIDDEN void rl_remove_request(struct range_lock_tree *tree, struct range_lock *lock,
-			      struct wake_list *wl);
+				 struct wake_list *wl);
 /* Several requests enter as one arrival (range_lock_many()): true when all
  * of them are held at once; @try: enter only then. */
 RL_HIDDEN bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
-			  unsigned n, bool try, bool mark);
+			     unsigned n, bool try, bool mark);
 /* A held request keeps only [start, last] of its range (a sub-range). */
 RL_HIDDEN void rl_shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
-			      uint64_t start, uint64_t last, struct wake_list *wl);
+				 uint64_t start, uint64_t last, struct wake_list *wl);
 
 /* A held request growing: its growths, the added parts (at most two). */
 struct growth {
@@ -324,10 +324,10 @@ struct growth {
 /* Insert the growths of @g->owner (false: @try and they would wait, nothing
  * changed).  When none has a blocker, the growth is merged at once. */
 RL_HIDDEN bool rl_grow_enter(struct range_lock_tree *tree, struct growth *g, bool try,
-			  bool mark, struct wake_list *wl);
+			     bool mark, struct wake_list *wl);
 /* Every growth granted: the owner takes the whole range. */
 RL_HIDDEN void rl_grow_merge(struct range_lock_tree *tree, struct growth *g,
-			  struct wake_list *wl);
+			     struct wake_list *wl);
 /* Stop fast reads and move the published fast readers into the tree. */
 RL_HIDDEN void rl_revoke_fast_readers(struct range_lock_tree *tree);
 /* In the read slow path: allow fast reads again after the delay. */

@@ -156,8 +156,8 @@ static void unlock_many_on_cancel(void *arg)
  * error (-EAGAIN for TRY) with nothing of @items left at this level.
  */
 int rl_file_take_all(struct range_lock_file *f, const struct range_lock_item *items,
-		  unsigned n, struct waiter *w, enum rl_file_wait kind,
-		  void (*on_cancel)(void *), void *arg)
+		     unsigned n, struct waiter *w, enum rl_file_wait kind,
+		     void (*on_cancel)(void *), void *arg)
 {
 	unsigned first = 0, busy;
 	int r;

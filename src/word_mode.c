@@ -129,7 +129,7 @@ static bool take_free_word(tree_word_t *word, uintptr_t *v, uintptr_t value)
 /* The word waiter's loop (the design above; word_mode.h says what it
  * returns). */
 int rl_word_wait(struct range_lock_tree *tree, struct range_lock *lock,
-	      struct waiter *w, uintptr_t v)
+		 struct waiter *w, uintptr_t v)
 {
 	tree_word_t *word = tree_lock_word(tree);
 	const uintptr_t mine = fast_value(lock, false);

@@ -58,6 +58,6 @@ static inline bool word_blocks(struct range_lock_tree *tree, uintptr_t v)
  * -ETIMEDOUT (timed calls; nothing is left behind).
  */
 RL_HIDDEN int rl_word_wait(struct range_lock_tree *tree, struct range_lock *lock,
-			struct waiter *w, uintptr_t v);
+			   struct waiter *w, uintptr_t v);
 
 #endif /* RANGELOCK_WORD_MODE_H */
