@@ -145,7 +145,8 @@ bit  rd[NQ];
 byte st[NQ], la[NQ];	/* the full range */
 bit  ho[NQ];		/* HANDOFF mark */
 bit  el[NQ];		/* ELIGIBLE */
-bit  ent[NQ];		/* entering (only the EARLY_RELEASE mutant is seen so) */
+bit  ent[NQ];		/* entering: seen so only in the two mutants of
+			 * one-segment-at-a-time entry */
 
 /* ---- ghosts -------------------------------------------------------- */
 bit  incs[NQ];		/* the owner is in its critical section */

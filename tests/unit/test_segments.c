@@ -601,7 +601,6 @@ static void test_signal_as_part_granted(void **state)
 		assert_true(all_free(&tree, 0, 15, 2));
 		assert_int_equal(range_lock_tree_destroy(&tree), 0);
 	}
-	rl_test_give_up_hook = NULL;
 }
 #endif
 
@@ -915,9 +914,10 @@ static void test_misuse_aborts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-#ifdef TEST_HOOKS_ONLY
+#ifdef TEST_HOOKS
 		cmocka_unit_test_setup_teardown(test_signal_as_part_granted, NULL, hook_off),
-#else
+#endif
+#ifndef TEST_HOOKS_ONLY
 		cmocka_unit_test(test_geometry_matches_brute_force),
 		cmocka_unit_test(test_geometry_full_range),
 		cmocka_unit_test(test_exclusion_default),
@@ -926,9 +926,6 @@ int main(void)
 		cmocka_unit_test(test_policy_inside_segment),
 		cmocka_unit_test(test_timeout_leaves_no_part),
 		cmocka_unit_test(test_signal_and_cancel_leave_no_part),
-#ifdef TEST_HOOKS
-		cmocka_unit_test_setup_teardown(test_signal_as_part_granted, NULL, hook_off),
-#endif
 		cmocka_unit_test(test_cancel_lets_followers_in),
 		cmocka_unit_test(test_downgrade_spanning),
 		cmocka_unit_test(test_admin),
