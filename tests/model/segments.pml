@@ -54,6 +54,9 @@
  *                      marked at entry)
  * grow:, merge()       S7  a growth into a segment the owner is not in:
  *                      precedes() by seqnum across segments (Lamport seqs)
+ * shrink (CFG_SHRINK)  S7  a held request keeps a sub-range: its segment
+ *                      locks, ascending, then one step under all of them:
+ *                      parts out, hulls smaller, the release walks
  * check_inv()          the invariant, per segment, per part
  *
  * PROPERTIES: exclusion (ghost critical sections, full ranges); two held
@@ -76,7 +79,8 @@
  * segments; thread 0 writes [1,4] (all three), plain or timed; thread 1
  * [3,4] (two), [2,3] (the middle one) or [0,5] (all), any mode, plain /
  * timed / try; thread 2 [2,2], [3,3] (middle) or [5,5], any mode, plain /
- * timed.  -DFIFO: FIFO tree.
+ * timed.  CFG_SHRINK (with CFG_SEG3): thread 0 plain, then shrinks [1,4]
+ * to [2,4], [1,3], [3,4], [1,2], [2,3] or [3,3].  -DFIFO: FIFO tree.
  *
  * MUTANTS (-DMUT_x; each must fail)
  *   OUT_OF_ORDER     thread 1 takes its segment locks in DESCENDING order
@@ -97,8 +101,23 @@
  *                    segment's seqnum counter past its own seqnum (CFG_GROW)
  *   NO_MIDDLE_PART   a request spanning three segments inserts parts in
  *                    its first and last only (CFG_SEG3)
+ *   SHRINK_DESCENDING  the shrink takes its locks descending (CFG_SHRINK)
+ *   SHRINK_KEEPS_PART  a part whose segment the new range leaves stays
+ *   SHRINK_NO_WALK     a smaller hull without its release walk
  */
 
+#if defined(CFG_SHRINK) && !defined(CFG_SEG3)
+#error "CFG_SHRINK is a 3-segment configuration (-DCFG_SEG3)"
+#endif
+#if (defined(MUT_SHRINK_DESCENDING) || defined(MUT_SHRINK_KEEPS_PART) || \
+     defined(MUT_SHRINK_NO_WALK)) && !defined(CFG_SHRINK)
+#error "the shrink mutants need -DCFG_SHRINK"
+#endif
+#ifdef MUT_SHRINK_NO_WALK
+#define SHRINK_WALKS(t, k) (!pin[P(t, k)])	/* no walk for a smaller hull */
+#else
+#define SHRINK_WALKS(t, k) 1
+#endif
 #ifdef CFG_SEG3
 #define NS 3		/* segments */
 #ifdef CFG_GROW
@@ -405,6 +424,10 @@ inline unlock_mine()
 proctype thread(byte t)
 {
 	byte lo, hi, j, k, s, sc, mn, kind, d;
+#ifdef CFG_SHRINK
+	byte ns, nl;	/* the kept range */
+	short cm;	/* who counted which part (the walks) */
+#endif
 	byte pc[NS];
 	bit mw, ov, ok, mk;
 
@@ -865,6 +888,103 @@ gwait:		if
 	fi;
 #endif
 
+#ifdef CFG_SHRINK
+	/* S8: thread 0 (holding [1,4], all three segments) keeps a sub-range
+	 * (range_lock_shrink(); the code: rl_seg_shrink()): the locks of
+	 * every segment it holds, ascending, then one step under all of
+	 * them: a part whose segment the new range leaves goes (a release
+	 * walk there), a hull that shrinks releases its dropped units (the
+	 * waiters there that counted it for them alone lose that blocker),
+	 * and the ghost range narrows with it; a part that stays keeps its
+	 * seqnum (its place) */
+	if
+	:: t == 0 ->
+		atomic {
+			if
+			:: ns = 2; nl = 4	/* the first part goes */
+			:: ns = 1; nl = 3	/* the last part goes */
+			:: ns = 3; nl = 4	/* the first goes; the middle hull shrinks */
+			:: ns = 1; nl = 2	/* the last goes; the middle hull shrinks */
+			:: ns = 2; nl = 3	/* the middle alone: one part left */
+			:: ns = 3; nl = 3	/* within the middle hull: one part */
+			fi
+		}
+#ifdef MUT_SHRINK_DESCENDING
+		lock_mine_descending();
+#else
+		lock_mine();
+#endif
+		atomic {
+			/* what each part was counted for, by whom (4 bits a
+			 * segment), before anything changes */
+			d_step {
+				cm = 0; k = lo;
+				do
+				:: k <= hi ->
+					j = 0;
+					do
+					:: j < NQ ->
+						if
+						:: COUNTS(t, j, k) -> cm = cm | (1 << (4 * k + j))
+						:: else
+						fi;
+						j++
+					:: else -> break
+					od;
+					k++
+				:: else -> break
+				od;
+				j = 0; k = lo
+			}
+			/* the parts change: out, or a smaller hull */
+			do
+			:: k <= hi ->
+				if
+				:: !(ns <= 2 * k + 1 && 2 * k <= nl) ->
+#ifndef MUT_SHRINK_KEEPS_PART
+					assert(pcnt[P(t, k)] == 0);	/* held */
+					pin[P(t, k)] = 0; pst[P(t, k)] = 0;
+					pla[P(t, k)] = 0; psq[P(t, k)] = 0
+#else
+					skip	/* mutant: the part stays behind */
+#endif
+				:: else ->
+					pst[P(t, k)] = (ns > 2 * k -> ns : 2 * k);
+					pla[P(t, k)] = (nl < 2 * k + 1 -> nl : 2 * k + 1)
+				fi;
+				k++
+			:: else -> break
+			od;
+			/* the ghost range narrows in the same step */
+			st[t] = ns; la[t] = nl;
+			/* the release walks: a waiter that counted a part and no
+			 * longer does loses that blocker (and may be granted) */
+			k = lo;
+			do
+			:: k <= hi ->
+				j = 0;
+				do
+				:: j < NQ ->
+					if
+					:: (cm & (1 << (4 * k + j))) && !COUNTS(t, j, k) &&
+					   SHRINK_WALKS(t, k) -> put_blocker(j, k)
+					:: else
+					fi;
+					j++
+				:: else -> break
+				od;
+				k++
+			:: else -> break
+			od;
+			j = 0; cm = 0;
+			unlock_mine();
+			lo = ns / 2; hi = nl / 2; ns = 0; nl = 0;
+			check_inv()
+		}
+	:: else
+	fi;
+#endif
+
 	/* unlock: one segment at a time, ascending (S4) */
 	atomic { incs[t] = 0; rel[t] = 1 }
 	k = lo;
@@ -904,6 +1024,9 @@ init
 		/* thread 0: a writer spanning all three segments, [1,4],
 		 * plain or timed (a give-up with a part in the middle) */
 		rmask[0] = 1024; fmd[0] = 0; wk[0] = K_PLAIN | K_TIMED;
+#ifdef CFG_SHRINK
+		wk[0] = K_PLAIN;	/* it holds, then shrinks */
+#endif
 		/* thread 1: two segments [3,4], the middle one [2,3], or all
 		 * [0,5]; any mode, every call */
 		rmask[1] = 2048 | 4096 | 8192; fmd[1] = ANY;
