@@ -35,7 +35,7 @@ int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 
 	check_args("range_lock_shrink", tree, lock);
 	if (tree_is_segmented(tree))
-		return -ENOTSUP;
+		return rl_seg_shrink(tree, lock, start, last);
 	wl.n = 0;
 	tree_lock(tree);
 	reader = held_in_tree("range_lock_shrink", tree, lock);

@@ -562,6 +562,24 @@ bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *i
 
 /* Move @lock, in the tree, to [start, last]: the interval tree is keyed by
  * start, so the node is taken out and put back (no counts change here). */
+/* Under tree_lock: @lock (out of the tree, its range and its mode flag
+ * set) goes back in. */
+static void relink(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	uint64_t start = lock->start, last = lock->last;
+
+	if (!tree->root) {
+		lock->rb_left = lock->rb_right = NULL;
+		lock->subtree_last = last;
+		lock->rb_parent_flags |= RB_BLACK | RL_LINKED;
+		tree->root = tree->leftmost = lock;
+		return;
+	}
+	if (start < tree->leftmost->start)
+		tree->leftmost = lock;
+	rl_itree_insert(&tree->root, lock);
+}
+
 static void rekey(struct range_lock_tree *tree, struct range_lock *lock,
 		  uint64_t start, uint64_t last)
 {
@@ -573,16 +591,29 @@ static void rekey(struct range_lock_tree *tree, struct range_lock *lock,
 	lock->start = start;
 	lock->last = last;
 	lock->rb_parent_flags = reader;
-	if (!tree->root) {
-		lock->rb_left = lock->rb_right = NULL;
-		lock->subtree_last = last;
-		lock->rb_parent_flags |= RB_BLACK | RL_LINKED;
-		tree->root = tree->leftmost = lock;
-		return;
-	}
-	if (start < tree->leftmost->start)
-		tree->leftmost = lock;
-	rl_itree_insert(&tree->root, lock);
+	relink(tree, lock);
+}
+
+/*
+ * A HELD request moves to another struct (a segmented tree's shrink,
+ * segments.c): @to takes @from's range, mode and seqnum -- its place in
+ * the order -- and @from leaves the tree.  No count changes: the requests
+ * that counted @from count @to (counts are numbers, not pointers), and a
+ * held request counts nothing.  The caller sets @to->owner_tid.
+ */
+void rl_move_request(struct range_lock_tree *tree, struct range_lock *from,
+		     struct range_lock *to)
+{
+	if (tree->leftmost == from)
+		tree->leftmost = rl_itree_next_inorder(from);
+	rl_itree_erase(&tree->root, from);
+	to->start = from->start;
+	to->last = from->last;
+	to->seqnum = from->seqnum;
+	atomic_store_explicit(wait_word(to), 0, memory_order_relaxed);
+	to->rb_parent_flags = from->rb_parent_flags & RL_READER;
+	from->rb_parent_flags = 0;
+	relink(tree, to);
 }
 
 static inline bool meets(const struct range_lock *n, uint64_t start, uint64_t last)

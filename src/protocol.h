@@ -310,6 +310,9 @@ RL_HIDDEN void rl_remove_request(struct range_lock_tree *tree, struct range_lock
  * of them are held at once; @try: enter only then. */
 RL_HIDDEN bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
 			     unsigned n, bool try, bool mark);
+/* A held request moves to another struct, keeping its place (segments.c). */
+RL_HIDDEN void rl_move_request(struct range_lock_tree *tree, struct range_lock *from,
+			       struct range_lock *to);
 /* A held request keeps only [start, last] of its range (a sub-range). */
 RL_HIDDEN void rl_shrink_request(struct range_lock_tree *tree, struct range_lock *lock,
 				 uint64_t start, uint64_t last, struct wake_list *wl);

@@ -73,7 +73,9 @@
  *       Its flags also hold its index + 1 in bits 4..12 (constant), so
  *       that the checking mode can name the user's tree.
  *   struct span: the parts' fields as any request's, under their
- *       segments' locks; the rest only by the request's owner.
+ *       segments' locks (a shrink moves a held part to another slot of
+ *       the array under its segment's lock, rl_move_request()); the rest
+ *       only by the request's owner.
  *   the user's request of a spanning hold: rb_left (the span), flags
  *       (RL_LINKED | mode), seqnum: only by its owner, while it locks and
  *       unlocks.
@@ -87,9 +89,13 @@
  * No memory order is new here: every decision is taken under the
  * segments' internal locks, and grants are the wait words' CASes.
  *
+ * SHRINK (seg_shrink()) changes a spanning request in every segment it
+ * holds in one step, under all their locks, ascending; its comment has
+ * the rules.
+ *
  * Not yet supported on a segmented tree (documented in the header; each
- * aborts or returns -ENOTSUP): sets, grow and shrink, asynchronous
- * requests, binding to a file.
+ * aborts or returns -ENOTSUP): sets, grow, asynchronous requests, binding
+ * to a file.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -730,6 +736,100 @@ void rl_seg_unlock(const char *call, struct range_lock_tree *tree, struct range_
 	lock->rb_parent_flags = 0;
 	lock->rb_left = NULL;
 	free(sp);
+}
+
+/*
+ * SHRINK of a held request to [start, last] (a sub-range; never waits).
+ * Within one stripe it is a plain shrink in its segment.  A spanning
+ * request takes the locks of every segment it holds, ascending (as an
+ * arrival), and under all of them: a part whose segment the new range
+ * leaves goes (a release walk there, as an unlock), a part whose hull
+ * shrinks keeps the smaller hull (rl_shrink_request(): the walk of its
+ * dropped units), each at its seqnum -- its place.  One step, so the
+ * statistics move with the first part (below) and no reader of every
+ * segment sees the request half-changed (segments.pml, CFG_SHRINK).
+ *
+ * The parts that stay move down to part[0..n'-1] (rl_move_request()), so
+ * that part[0] stays the first, the one that counts the request and that
+ * rl_span_counted() finds; with one part left, the user's request itself
+ * takes that part's place, and is a plain hold of that segment again.
+ */
+static int seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
+		      uint64_t start, uint64_t last)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct span *sp = (struct span *)(void *)lock->rb_left;
+	struct range_lock_tree *locked[RL_SEG_MAX];
+	unsigned n, held, kept = 0;
+	struct wake_list wl;
+
+	if (!is_linked(lock) || !sp)
+		rl_die("range_lock_shrink", lock, "range is not locked");
+	if (sp->top != tree)
+		rl_die("range_lock_shrink", lock, "range is not locked in this tree");
+	if (start > last || start < lock->start || last > lock->last)
+		return -EINVAL;
+	if (start == lock->start && last == lock->last)
+		return 0;
+	n = rl_seg_parts(s, start, last);
+	wl.n = 0;
+	held = sp->n;
+	for (unsigned i = 0; i < held; i++) {
+		locked[i] = part_tree(s, &sp->part[i]);
+		tree_lock(locked[i]);
+	}
+	for (unsigned i = 0; i < held; i++) {
+		struct range_lock *p = &sp->part[i], *to;
+		struct range_lock_tree *t = locked[i];
+		struct seg_part np;
+
+		if (kept == n || rl_seg_tree(s, rl_seg_part(s, start, last, kept).seg) != t) {
+			if (i == 0) /* the request counts on in the new first part */
+				span_count(sp, t, SPAN_OUT, 0);
+			rl_remove_request(t, p, &wl);
+			continue;
+		}
+		np = rl_seg_part(s, start, last, kept);
+		rl_shrink_request(t, p, np.start, np.last, &wl);
+		to = n == 1 ? lock : &sp->part[kept];
+		if (to != p) {
+			rl_move_request(t, p, to);
+			to->owner_tid = n == 1 ? rl_thread_id()
+					       : kept == 0 ? RL_PART_FIRST : RL_PART_TAG;
+		}
+		if (kept == 0 && i != 0 && t->stats) {
+			/* held_now moves with the first part (it was
+			 * uncounted in the old first part's segment above) */
+			STAT_ADD(t->stats, held_now, 1);
+			STAT_PEAK(t->stats, held_now, held_peak);
+		}
+		if (kept == 0)
+			sp->counted = SPAN_HELD;
+		kept++;
+	}
+	lock->start = start;
+	lock->last = last;
+	rl_check_resized(tree, lock);
+	for (unsigned i = held; i-- > 0;)
+		tree_unlock(locked[i]);
+	if (n == 1)
+		free(sp);
+	else
+		sp->n = n;
+	wake_list_flush(&wl);
+	return 0;
+}
+
+int rl_seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
+		  uint64_t start, uint64_t last)
+{
+	struct rl_segments *s = segments_of(tree);
+
+	if (rl_seg_parts(s, lock->start, lock->last) == 1)
+		return range_lock_shrink(rl_seg_tree(s, rl_seg_part(s, lock->start,
+								    lock->last, 0).seg),
+					 lock, start, last);
+	return seg_shrink(tree, lock, start, last);
 }
 
 void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)

@@ -145,6 +145,8 @@ RL_HIDDEN int rl_seg_lock(const char *call, struct range_lock_tree *tree,
 			  int subclass, void *site);
 RL_HIDDEN void rl_seg_unlock(const char *call, struct range_lock_tree *tree,
 			     struct range_lock *lock, bool reader);
+RL_HIDDEN int rl_seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
+			    uint64_t start, uint64_t last);
 RL_HIDDEN void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock);
 RL_HIDDEN int rl_seg_destroy(struct range_lock_tree *tree);
 RL_HIDDEN int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on,

@@ -552,12 +552,13 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * without segments (word mode).
  *
  * On a tree with segments: the lock, trylock, unlock and downgrade calls,
- * range_lock_tree_set_fifo(), range_lock_tree_set_fast_read(), statistics,
- * the dump and destroy work as documented.  Statistics see the whole tree
- * and count a spanning request once; enable them after the segments
+ * range_lock_shrink(), range_lock_tree_set_fifo(),
+ * range_lock_tree_set_fast_read(), statistics, the dump and destroy work
+ * as documented.  Statistics see the whole tree and count a spanning
+ * request once; enable them after the segments
  * (range_lock_tree_enable_stats() says how they are kept).  Not supported
  * yet: sets (range_lock_many() and range_unlock_many() abort with a
- * message, the other forms return -ENOTSUP), grow and shrink (-ENOTSUP,
+ * message, the other forms return -ENOTSUP), grow (-ENOTSUP,
  * range_lock_grow_try() included), asynchronous requests (-ENOTSUP;
  * range_lock_async_cancel() of a request submitted before the tree got
  * segments: -EALREADY) and binding to a file (range_lock_tree_set_file():
@@ -934,7 +935,10 @@ RANGELOCK_API void range_unlock_many(struct range_lock_tree *tree,
  * zfs_rangelock_reduce(): a write that must grow the file's block size
  * locks the whole file, then reduces the lock to the range it writes.)
  * On a tree bound to a file the OFD locks of the units given up are
- * released first.
+ * released first.  On a tree with segments a request that spans several
+ * changes in every segment it holds in one step (the segments it leaves
+ * are free at once, each part keeps its place), and one shrunk to a single
+ * stripe is a plain hold of that segment again.
  *
  * Return: 0; -EINVAL if [start, last] is not a non-empty sub-range of what
  * @lock holds, or does not fit off_t on a bound tree (nothing changed).

@@ -706,7 +706,6 @@ static void test_admin(void **state)
 	assert_int_equal(range_lock_grow(&tree, &x, 0, 200), -ENOTSUP);
 	assert_int_equal(range_lock_grow_try(&tree, &x, 0, 200), -ENOTSUP);
 	assert_int_equal(range_lock_many_try(&tree, &item, 1), -ENOTSUP);
-	assert_int_equal(range_lock_shrink(&tree, &x, 0, 10), -ENOTSUP);
 	deadline_in(CLOCK_MONOTONIC, 10, &ts);
 	assert_int_equal(range_lock_many_timed(&tree, &item, 1, CLOCK_MONOTONIC, &ts),
 			 -ENOTSUP);
@@ -824,6 +823,133 @@ static void test_stats_count_spans_once(void **state)
 	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
 }
 
+/* ---- shrink ------------------------------------------------------------ */
+
+/* Poll until @l is done; false after 10 s. */
+static bool locker_done(struct locker *l)
+{
+	for (int i = 0; i < 10000; i++) {
+		if (atomic_load(&l->done))
+			return true;
+		sleep_ms(1);
+	}
+	return false;
+}
+
+/*
+ * Shrinking a spanning writer frees the units it gives up in every
+ * segment at once: a part that goes (its segment left), a hull that
+ * shrinks; the units kept stay held.  Then down to one stripe, where the
+ * request is a plain hold of that segment again (unlocked as any).
+ * Stripes of 4 units, 4 segments.
+ */
+static void test_shrink_spanning(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock x, probe;
+	struct locker w[5];
+	pthread_t th[5];
+	/* w0: segment 0, given up; w1: segment 1, the hull's dropped unit;
+	 * w2: segment 1, kept at first; w3: segment 2, kept at first;
+	 * w4: segment 3, given up. */
+	static const uint64_t at[5] = { 3, 4, 5, 9, 12 };
+
+	(void)state;
+	watchdog(60);
+	seg_tree(&tree, 4, 2, false);
+	range_lock_init(&x, 2, 13);             /* [2,3] [4,7] [8,11] [12,13] */
+	range_write_lock(&tree, &x);
+	for (int i = 0; i < 5; i++)
+		start_locker(&w[i], &th[i], &tree, at[i], at[i], i == 2, 0);
+	assert_true(wait_for_parts_waiting(&tree, 5));
+	/* Not a sub-range, or empty: nothing changes. */
+	assert_int_equal(range_lock_shrink(&tree, &x, 1, 13), -EINVAL);
+	assert_int_equal(range_lock_shrink(&tree, &x, 2, 14), -EINVAL);
+	assert_int_equal(range_lock_shrink(&tree, &x, 6, 5), -EINVAL);
+	assert_int_equal(range_lock_shrink(&tree, &x, 2, 13), 0);
+	assert_true(x.start == 2 && x.last == 13);
+	assert_int_equal(dump_count(&tree, "waiting"), 5);
+
+	/* Segments 0 and 3 left, segment 1's hull [4,7] -> [5,7]. */
+	assert_int_equal(range_lock_shrink(&tree, &x, 5, 10), 0);
+	assert_true(x.start == 5 && x.last == 10);
+	assert_true(locker_done(&w[0]));
+	assert_true(locker_done(&w[1]));
+	assert_true(locker_done(&w[4]));
+	assert_int_equal(dump_count(&tree, "waiting"), 2);
+	assert_false(atomic_load(&w[2].done) || atomic_load(&w[3].done));
+	range_lock_init(&probe, 11, 11);        /* given up, nobody waits */
+	assert_true(range_write_trylock(&tree, &probe));
+	range_write_unlock(&tree, &probe);
+	range_lock_init(&probe, 7, 8);          /* kept, across a boundary */
+	assert_false(range_read_trylock(&tree, &probe));
+
+	/* One stripe left: a plain hold of segment 1. */
+	assert_int_equal(range_lock_shrink(&tree, &x, 6, 7), 0);
+	assert_true(x.start == 6 && x.last == 7);
+	assert_true(locker_done(&w[2]));
+	assert_true(locker_done(&w[3]));
+	assert_int_equal(dump_count(&tree, "span part"), 0);
+	range_lock_init(&probe, 7, 7);
+	assert_false(range_read_trylock(&tree, &probe));
+	/* ... and shrinks again as one. */
+	assert_int_equal(range_lock_shrink(&tree, &x, 6, 6), 0);
+	assert_true(range_read_trylock(&tree, &probe));
+	range_read_unlock(&tree, &probe);
+	range_write_unlock(&tree, &x);
+
+	for (int i = 0; i < 5; i++) {
+		pthread_join(th[i], NULL);
+		if (i == 2)
+			range_read_unlock(&tree, &w[i].req);
+		else
+			range_write_unlock(&tree, &w[i].req);
+	}
+	assert_true(all_free(&tree, 0, 15, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/*
+ * A shrink keeps the request counted once, wherever its first part goes:
+ * held_now stays 1 through every shrink, also after a reset (a recount of
+ * the segments finds the request by its new first part).  A reader, so
+ * that the mode is kept too.
+ */
+static void test_shrink_keeps_counts(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock_stats storage;
+	struct range_lock x, probe;
+
+	(void)state;
+	seg_tree(&tree, 4, 2, false);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &storage), 0);
+	range_lock_init(&x, 0, 31);             /* two stripes in each segment */
+	range_read_lock(&tree, &x);
+	expect_stats(&tree, 1, 0, 1, 0, 0, 0, 0);
+	/* The first part (segment 0) goes: the count moves to segment 1. */
+	assert_int_equal(range_lock_shrink(&tree, &x, 4, 15), 0);
+	expect_stats(&tree, 1, 0, 1, 0, 0, 0, 0);
+	range_lock_tree_reset_stats(&tree);
+	expect_stats(&tree, 0, 0, 1, 0, 0, 0, 0);
+	/* Segment 1's part goes (to segment 2), then down to one stripe of
+	 * segment 3: a plain hold, counted there. */
+	assert_int_equal(range_lock_shrink(&tree, &x, 8, 15), 0);
+	expect_stats(&tree, 0, 0, 1, 0, 0, 0, 0);
+	assert_int_equal(range_lock_shrink(&tree, &x, 13, 14), 0);
+	expect_stats(&tree, 0, 0, 1, 0, 0, 0, 0);
+	range_lock_tree_reset_stats(&tree);
+	expect_stats(&tree, 0, 0, 1, 0, 0, 0, 0);
+	range_lock_init(&probe, 14, 14);
+	assert_false(range_write_trylock(&tree, &probe));
+	assert_true(range_read_trylock(&tree, &probe));
+	range_read_unlock(&tree, &probe);
+	range_read_unlock(&tree, &x);
+	expect_stats(&tree, 1, 0, 0, 0, 0, 0, 1);
+	assert_true(all_free(&tree, 0, 31, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
 static struct range_lock_tree *async_tree;
 static void async_done(struct range_lock_async *req, int status)
 {
@@ -928,6 +1054,8 @@ int main(void)
 		cmocka_unit_test(test_signal_and_cancel_leave_no_part),
 		cmocka_unit_test(test_cancel_lets_followers_in),
 		cmocka_unit_test(test_downgrade_spanning),
+		cmocka_unit_test(test_shrink_spanning),
+		cmocka_unit_test(test_shrink_keeps_counts),
 		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_async_refused),
