@@ -1702,9 +1702,10 @@ static void multi_op(struct slot *s, struct rng *r, bool set)
 	for (steps = (unsigned)(rnd(r) % 4); steps; steps--) {
 		unsigned what = (unsigned)(rnd(r) % 4);
 
-		if (what <= 1 && (chance(r, opt.grow_share) || !set))
+		/* (a tree with segments cannot grow yet: it shrinks instead) */
+		if (what <= 1 && !opt.seg_n && (chance(r, opt.grow_share) || !set))
 			mr_do_grow(&h, r, lane, lo, hi);
-		else if (what == 2 && (chance(r, opt.grow_share) || !set))
+		else if (what <= 2 && (chance(r, opt.grow_share) || !set))
 			mr_do_shrink(&h, r);
 		else if (what == 3 && mr_nr_held(&h) > 1)
 			mr_unlock_one(&h, mr_pick_held(&h, r));
@@ -2338,7 +2339,7 @@ static void usage(FILE *f)
 "  --async=P           percent of operations that submit an asynchronous request,\n"
 "                      half of the queued ones withdrawn racing the grant (0)\n"
 "  --segments=S:K     split the tree into S segments (2..256, a power of two)\n"
-"                      by stripes of 2^K units\n"
+"                      by stripes of 2^K units; --grow then only shrinks\n"
 "  --expect-fast-reads fail if no read hold took the reader fast path\n"
 "  --expect-word-mode  sample the tree's lock word; fail if whole-resource\n"
 "                      calls met a conflicting word holder and waited, but\n"
@@ -2696,9 +2697,9 @@ static void parse_options(int argc, char **argv)
 	if (opt.base > UINT64_MAX - (opt.pool - 1))
 		bad_option("base", "(base + pool - 1 must fit in 64 bits)");
 	if (opt.seg_n && (!type_is_range() || opt.many_share > 0 ||
-			  opt.grow_share > 0 || opt.async_share > 0 || opt.expect_fast_reads)) {
+			  opt.async_share > 0 || opt.expect_fast_reads)) {
 		fprintf(stderr, "rangelock-torture: --segments needs a range type, "
-			"without --many, --grow, --async or --expect-fast-reads "
+			"without --many, --async or --expect-fast-reads "
 			"(not supported on a tree with segments)\n");
 		exit(2);
 	}
