@@ -178,7 +178,9 @@
  *                                            RL_PART_FIRST or RL_PART_TAG
  *                                            for a part of a request that
  *                                            spans segments (its owner,
- *                                            before entry; segments.c).
+ *                                            before entry; a shrink that
+ *                                            moves a held part retags it
+ *                                            under tree_lock; segments.c).
  *   node->start, last of a held request:    by its user only, under tree_lock
  *                                            (shrink, grow: the node is
  *                                            re-keyed in the tree).
@@ -560,8 +562,6 @@ bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *i
 	return !(any && must_wait);
 }
 
-/* Move @lock, in the tree, to [start, last]: the interval tree is keyed by
- * start, so the node is taken out and put back (no counts change here). */
 /* Under tree_lock: @lock (out of the tree, its range and its mode flag
  * set) goes back in. */
 static void relink(struct range_lock_tree *tree, struct range_lock *lock)
@@ -580,6 +580,8 @@ static void relink(struct range_lock_tree *tree, struct range_lock *lock)
 	rl_itree_insert(&tree->root, lock);
 }
 
+/* Move @lock, in the tree, to [start, last]: the interval tree is keyed by
+ * start, so the node is taken out and put back (no counts change here). */
 static void rekey(struct range_lock_tree *tree, struct range_lock *lock,
 		  uint64_t start, uint64_t last)
 {

@@ -77,8 +77,10 @@
  *       the array under its segment's lock, rl_move_request()); the rest
  *       only by the request's owner.
  *   the user's request of a spanning hold: rb_left (the span), flags
- *       (RL_LINKED | mode), seqnum: only by its owner, while it locks and
- *       unlocks.
+ *       (RL_LINKED | mode), seqnum: only by its owner, while it locks,
+ *       unlocks and shrinks; a shrink to one stripe makes it a node of
+ *       that segment's tree (rl_move_request(), under its lock), written
+ *       from then on as any request of a tree.
  *   span->counted (what the request counted itself as in the statistics):
  *       by its owner, under its first part's segment lock; read by a
  *       recount under every segment's lock (STATISTICS below).
@@ -807,6 +809,8 @@ static int seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 			sp->counted = SPAN_HELD;
 		kept++;
 	}
+	if (kept != n) /* every part of the new range is one of the old */
+		rl_die("range_lock_shrink", lock, "internal error: a shrink lost a part");
 	lock->start = start;
 	lock->last = last;
 	rl_check_resized(tree, lock);

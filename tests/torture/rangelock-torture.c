@@ -1705,7 +1705,8 @@ static void multi_op(struct slot *s, struct rng *r, bool set)
 		/* (a tree with segments cannot grow yet: it shrinks instead) */
 		if (what <= 1 && !opt.seg_n && (chance(r, opt.grow_share) || !set))
 			mr_do_grow(&h, r, lane, lo, hi);
-		else if (what <= 2 && (chance(r, opt.grow_share) || !set))
+		else if ((what == 2 || (opt.seg_n && what <= 1)) &&
+			 (chance(r, opt.grow_share) || !set))
 			mr_do_shrink(&h, r);
 		else if (what == 3 && mr_nr_held(&h) > 1)
 			mr_unlock_one(&h, mr_pick_held(&h, r));
@@ -2901,7 +2902,8 @@ int main(int argc, char **argv)
 	/* --grow: one lane per slot in the last quarter of the pool, for the
 	 * blocking grows (see multi_op()). */
 	lanes_start = opt.pool - opt.pool / 4;
-	lane_len = opt.grow_share > 0 && nr_slots ? (opt.pool / 4) / (uint64_t)nr_slots : 0;
+	lane_len = opt.grow_share > 0 && !opt.seg_n && nr_slots ? (opt.pool / 4) / (uint64_t)nr_slots
+								 : 0;
 	if (lane_len < 2)
 		lane_len = 0;
 	if (!shadow || !slots) {

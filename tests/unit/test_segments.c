@@ -950,6 +950,88 @@ static void test_shrink_keeps_counts(void **state)
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
 }
 
+static void expect_held_waiting(struct range_lock_tree *tree, uint64_t held,
+				uint64_t waiting)
+{
+	struct range_lock_stats st;
+
+	assert_int_equal(range_lock_tree_get_stats(tree, &st), 0);
+	assert_int_equal(st.held_now, held);
+	assert_int_equal(st.waiting_now, waiting);
+}
+
+/*
+ * A range whose segments wrap (stripes 3, 4, 5 of 4 segments: segments 3,
+ * 0, 1, its parts listed 0, 1, 3) shrinks so that a middle part goes and
+ * the last one moves down while the first stays, then so that the first
+ * goes and the user's request takes the last one's place; with statistics
+ * on (checked after resets too), a downgrade between, both policies.
+ */
+static void shrink_wrapping(bool fifo, bool reader)
+{
+	struct range_lock_tree tree;
+	struct range_lock_stats storage;
+	struct range_lock x, probe;
+	struct locker w1, w3;
+	pthread_t t1, t3;
+
+	seg_tree(&tree, 4, 2, fifo);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &storage), 0);
+	range_lock_init(&x, 12, 23);     /* [16,19] seg 0, [20,23] seg 1, [12,15] seg 3 */
+	if (reader)
+		range_read_lock(&tree, &x);
+	else
+		range_write_lock(&tree, &x);
+	start_locker(&w1, &t1, &tree, 21, 21, false, 0);   /* segment 1 */
+	start_locker(&w3, &t3, &tree, 14, 14, false, 0);   /* segment 3 */
+	assert_true(wait_for_parts_waiting(&tree, 2));
+	expect_held_waiting(&tree, 1, 2);
+
+	/* Segment 1's part goes, segment 3's moves down; the first stays. */
+	assert_int_equal(range_lock_shrink(&tree, &x, 13, 18), 0);
+	assert_true(locker_done(&w1));
+	assert_int_equal(dump_count(&tree, "waiting"), 1);
+	expect_held_waiting(&tree, 2, 1);
+	range_lock_tree_reset_stats(&tree);
+	expect_held_waiting(&tree, 2, 1);
+	range_lock_init(&probe, 17, 17);
+	assert_false(range_write_trylock(&tree, &probe));
+	if (!reader) {
+		range_downgrade_write(&tree, &x);
+		reader = true;
+	}
+	assert_true(range_read_trylock(&tree, &probe));
+	range_read_unlock(&tree, &probe);
+
+	/* The first part goes: one part left, the user's request itself. */
+	assert_int_equal(range_lock_shrink(&tree, &x, 13, 13), 0);
+	assert_true(locker_done(&w3));
+	assert_int_equal(dump_count(&tree, "span part"), 0);
+	expect_held_waiting(&tree, 3, 0);
+	range_lock_tree_reset_stats(&tree);
+	expect_held_waiting(&tree, 3, 0);
+	range_lock_init(&probe, 13, 13);
+	assert_false(range_write_trylock(&tree, &probe));
+	range_read_unlock(&tree, &x);
+	pthread_join(t1, NULL);
+	pthread_join(t3, NULL);
+	range_write_unlock(&tree, &w1.req);
+	range_write_unlock(&tree, &w3.req);
+	expect_held_waiting(&tree, 0, 0);
+	assert_true(all_free(&tree, 0, 31, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_shrink_wrapping(void **state)
+{
+	(void)state;
+	watchdog(60);
+	shrink_wrapping(false, false);
+	shrink_wrapping(false, true);
+	shrink_wrapping(true, false);
+	shrink_wrapping(true, true);
+}
+
 static struct range_lock_tree *async_tree;
 static void async_done(struct range_lock_async *req, int status)
 {
@@ -1056,6 +1138,7 @@ int main(void)
 		cmocka_unit_test(test_downgrade_spanning),
 		cmocka_unit_test(test_shrink_spanning),
 		cmocka_unit_test(test_shrink_keeps_counts),
+		cmocka_unit_test(test_shrink_wrapping),
 		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_async_refused),
