@@ -107,10 +107,11 @@ int rl_file_acquire(const char *call, struct range_lock_tree *tree,
 	return r;
 }
 
+/* @f: the tree's second-level slot, as the caller read it (tree_file()). */
 static inline __attribute__((always_inline)) int
-lock_two_levels(const char *call, struct range_lock_tree *tree,
-		struct range_lock *lock, bool reader, struct waiter *w,
-		int subclass, void *site)
+lock_two_levels_f(const char *call, struct range_lock_tree *tree,
+		  struct range_lock_file *f, struct range_lock *lock, bool reader,
+		  struct waiter *w, int subclass, void *site)
 {
 	static const enum rl_file_wait kinds[] = {
 		[WAIT_PLAIN] = RL_FILE_PLAIN,
@@ -118,7 +119,6 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 		[WAIT_KILLABLE] = RL_FILE_KILLABLE,
 		[WAIT_TIMED] = RL_FILE_TIMED,
 	};
-	struct range_lock_file *f = tree ? file_of(tree) : NULL;
 	int r;
 
 	if (__builtin_expect(f != NULL, 0)) {
@@ -140,14 +140,48 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 	return r;
 }
 
+static inline __attribute__((always_inline)) int
+lock_two_levels(const char *call, struct range_lock_tree *tree,
+		struct range_lock *lock, bool reader, struct waiter *w,
+		int subclass, void *site)
+{
+	return lock_two_levels_f(call, tree, tree_file(tree), lock, reader, w, subclass,
+				 site);
+}
+
+/*
+ * The plain lock, trylock and unlock calls on a range within one stripe of
+ * a tree with segments: out of line, so that the public call tests for
+ * that first and jumps here before it builds a frame of its own (a tail
+ * call; seg_one_first() in calls.h).
+ */
+#define DEFINE_SEG_ONE_CALLS(mode, reader)                                       \
+	__attribute__((noinline)) static void                                     \
+	seg_##mode##_lock(struct range_lock_tree *t, struct range_lock *lock,     \
+			  void *site)                                             \
+	{                                                                        \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
+		lock_common("range_" #mode "_lock", t, lock, reader, &w, 0, site); \
+	}
+
+DEFINE_SEG_ONE_CALLS(read, true)
+DEFINE_SEG_ONE_CALLS(write, false)
+
 #define DEFINE_LOCK_CALLS(mode, reader)                                          \
 	void range_##mode##_lock(struct range_lock_tree *tree,                   \
 				 struct range_lock *lock)                        \
 	{                                                                        \
+		struct range_lock_file *f = tree_file(tree);                     \
+		struct range_lock_tree *t = seg_one_first(f, lock);             \
 		struct waiter w;                                                \
+		if (t) {                                                         \
+			seg_##mode##_lock(t, lock, CHECKS_SITE(CALLER));         \
+			return;                                                  \
+		}                                                                \
 		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
-		lock_two_levels("range_" #mode "_lock", tree, lock, reader, &w, 0, \
-			    CALLER);                                             \
+		lock_two_levels_f("range_" #mode "_lock", tree, f, lock, reader, \
+				  &w, 0, CALLER);                                \
 	}                                                                        \
 	void range_##mode##_lock_nested(struct range_lock_tree *tree,            \
 					struct range_lock *lock, int subclass)   \

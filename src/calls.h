@@ -324,6 +324,28 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 	wake_list_flush(&wl);
 }
 
+/*
+ * The plain lock calls' first test (calls.c): on a tree with segments
+ * (@f: the tree's second-level slot, tree_file()), a range within one
+ * stripe goes to that segment's tree (rl_seg_one()); tested before the
+ * call builds its waiter, so that it can jump there.  NULL for every other
+ * tree and range (which lock_two_levels_f() then sorts out, misuse
+ * included).
+ */
+static inline __attribute__((always_inline)) struct range_lock_file *
+tree_file(struct range_lock_tree *tree)
+{
+	return tree ? file_of(tree) : NULL;
+}
+
+static inline __attribute__((always_inline)) struct range_lock_tree *
+seg_one_first(struct range_lock_file *f, const struct range_lock *lock)
+{
+	if (__builtin_expect(f != NULL, 0) && is_segments(f))
+		return rl_seg_one(f, lock);
+	return NULL;
+}
+
 /* Before the local unlock: the file state lives while the request is in
  * the tree (set_file and destroy free it only when the tree is empty).
  * A tree with segments (is_segments()) is unlocked here, in its segments:

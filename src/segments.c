@@ -263,6 +263,7 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 	s->shift = stripe_shift;
 	while ((1u << s->log2n) < segments)
 		s->log2n++;
+	s->mask = segments - 1;
 
 	tree_lock(tree);
 	rl_revoke_fast_readers(tree);

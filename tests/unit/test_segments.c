@@ -65,7 +65,7 @@ static void seg_tree(struct range_lock_tree *tree, unsigned segments, unsigned s
 
 static void check_parts(unsigned log2n, unsigned shift, uint64_t a, uint64_t b)
 {
-	struct rl_segments s = { .log2n = log2n, .shift = shift };
+	struct rl_segments s = { .log2n = log2n, .shift = shift, .mask = (1u << log2n) - 1 };
 	unsigned S = 1u << log2n, n = rl_seg_parts(&s, a, b), k = 0;
 	uint64_t lo[256], hi[256];
 	bool in[256] = { false };
