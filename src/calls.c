@@ -150,10 +150,11 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 }
 
 /*
- * The plain lock, trylock and unlock calls on a range within one stripe of
- * a tree with segments: out of line, so that the public call tests for
- * that first and jumps here before it builds a frame of its own (a tail
- * call; seg_one_first() in calls.h).
+ * The plain lock calls on a range within one stripe of a tree with
+ * segments: out of line, so that the public call tests for that first and
+ * jumps here (a tail call) before it builds its waiter or runs the plain
+ * tree's inlined path (seg_one_first() in calls.h).  Trylock and unlock
+ * keep their dispatch inside trylock_two_levels() and file_release().
  */
 #define DEFINE_SEG_ONE_CALLS(mode, reader)                                       \
 	__attribute__((noinline)) static void                                     \

@@ -324,6 +324,14 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 	wake_list_flush(&wl);
 }
 
+/* The tree's second-level slot (tree->file: NULL, a bound tree's file, or
+ * a tree's tagged segments), NULL for a NULL tree: loaded once per call. */
+static inline __attribute__((always_inline)) struct range_lock_file *
+tree_file(struct range_lock_tree *tree)
+{
+	return tree ? file_of(tree) : NULL;
+}
+
 /*
  * The plain lock calls' first test (calls.c): on a tree with segments
  * (@f: the tree's second-level slot, tree_file()), a range within one
@@ -332,12 +340,6 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
  * tree and range (which lock_two_levels_f() then sorts out, misuse
  * included).
  */
-static inline __attribute__((always_inline)) struct range_lock_file *
-tree_file(struct range_lock_tree *tree)
-{
-	return tree ? file_of(tree) : NULL;
-}
-
 static inline __attribute__((always_inline)) struct range_lock_tree *
 seg_one_first(struct range_lock_file *f, const struct range_lock *lock)
 {

@@ -263,7 +263,8 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 	s->shift = stripe_shift;
 	while ((1u << s->log2n) < segments)
 		s->log2n++;
-	s->mask = segments - 1;
+	s->mask = segments - 1; /* == (1 << log2n) - 1: rl_seg_one() and
+				 * rl_seg_part() must agree */
 
 	tree_lock(tree);
 	rl_revoke_fast_readers(tree);

@@ -127,7 +127,7 @@ static void test_geometry_matches_brute_force(void **state)
 
 static void test_geometry_full_range(void **state)
 {
-	struct rl_segments s = { .log2n = 2, .shift = 0 };
+	struct rl_segments s = { .log2n = 2, .shift = 0, .mask = 3 };
 	struct seg_part p;
 
 	(void)state;
@@ -145,6 +145,7 @@ static void test_geometry_full_range(void **state)
 		assert_true(p.last == ((uint64_t)g << 62) + ((uint64_t)1 << 62) - 1);
 	}
 	s.log2n = 8;
+	s.mask = 255;
 	s.shift = 12;
 	/* Wrapping past the last segment: stripes 255, 256 -> segments 0, 255. */
 	assert_int_equal(rl_seg_parts(&s, 255u << 12, (257u << 12) - 1), 2);
