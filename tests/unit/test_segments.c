@@ -166,7 +166,7 @@ struct torture {
 	/* Plain data under the locks: ThreadSanitizer reports a race if a
 	 * grant does not order the holders (annotations of every path). */
 	unsigned long data[UNITS];
-	atomic_long violations, locked, timeouts;
+	atomic_long violations, locked, timeouts, shrinks;
 	unsigned iterations;
 	unsigned seed;
 };
@@ -244,6 +244,25 @@ static void *torture_thread(void *arg)
 			else
 				t->data[u]++;
 		}
+		if (rand_r(&seed) % 4 == 0) {
+			/* Keep a random sub-range: the units given up (whose data
+			 * a writer just wrote) are the next holders' at once. */
+			uint64_t room = b - a, na, nb;
+
+			na = a + (uint64_t)rand_r(&seed) % (room < 15 ? room + 1 : 16);
+			room = b - na;
+			nb = na + (uint64_t)rand_r(&seed) % (room < 15 ? room + 1 : 16);
+			if (na > a)
+				occupy(t, a, na - 1, reader, -1);
+			if (nb < b)
+				occupy(t, nb + 1, b, reader, -1);
+			if (range_lock_shrink(&t->tree, &req, na, nb) != 0 ||
+			    req.start != na || req.last != nb)
+				atomic_fetch_add(&t->violations, 1);
+			atomic_fetch_add(&t->shrinks, 1);
+			a = na;
+			b = nb;
+		}
 		if (!reader && rand_r(&seed) % 4 == 0) {
 			occupy(t, a, b, false, -1);
 			occupy(t, a, b, true, 1);
@@ -274,6 +293,7 @@ static void run_torture(unsigned segments, unsigned shift, bool fifo, unsigned s
 		pthread_join(th[i], NULL);
 	assert_int_equal(atomic_load(&t.violations), 0);
 	assert_true(atomic_load(&t.locked) > (long)(THREADS * t.iterations / 2));
+	assert_true(atomic_load(&t.shrinks) > atomic_load(&t.locked) / 8);
 	assert_int_equal(range_lock_tree_destroy(&t.tree), 0);
 }
 
