@@ -785,15 +785,16 @@ static int seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 	for (unsigned i = 0; i < held; i++) {
 		struct range_lock *p = &sp->part[i], *to;
 		struct range_lock_tree *t = locked[i];
-		struct seg_part np;
+		/* the new range's next part (both lists ascend by segment) */
+		struct seg_part np = kept < n ? rl_seg_part(s, start, last, kept)
+					      : (struct seg_part){ 0, 0, 0 };
 
-		if (kept == n || rl_seg_tree(s, rl_seg_part(s, start, last, kept).seg) != t) {
+		if (kept == n || rl_seg_tree(s, np.seg) != t) {
 			if (i == 0) /* the request counts on in the new first part */
 				span_count(sp, t, SPAN_OUT, 0);
 			rl_remove_request(t, p, &wl);
 			continue;
 		}
-		np = rl_seg_part(s, start, last, kept);
 		rl_shrink_request(t, p, np.start, np.last, &wl);
 		to = n == 1 ? lock : &sp->part[kept];
 		if (to != p) {
