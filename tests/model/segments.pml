@@ -57,6 +57,11 @@
  * shrink (CFG_SHRINK)  S7  a held request keeps a sub-range: its segment
  *                      locks, ascending, then one step under all of them:
  *                      parts out, hulls smaller, the release walks
+ * cancel (CFG_ASYNC)   a spanning K_TIMED request is an asynchronous
+ *                      one: its give-up is range_lock_async_cancel()'s,
+ *                      decided against the last part's grant (both
+ *                      enabled once every part is granted), then every
+ *                      part out, granted ones too, one lock at a time
  * check_inv()          the invariant, per segment, per part
  *
  * PROPERTIES: exclusion (ghost critical sections, full ranges); two held
@@ -80,7 +85,9 @@
  * [3,4] (two), [2,3] (the middle one) or [0,5] (all), any mode, plain /
  * timed / try; thread 2 [2,2], [3,3] (middle) or [5,5], any mode, plain /
  * timed.  CFG_SHRINK (with CFG_SEG3): thread 0 plain, then shrinks [1,4]
- * to [2,4], [1,3], [3,4], [1,2], [2,3] or [3,3].  -DFIFO: FIFO tree.
+ * to [2,4], [1,3], [3,4], [1,2], [2,3] or [3,3].  CFG_ASYNC (with any of
+ * CFG_SPAN and CFG_SEG3): a timed spanning request gives up as an
+ * asynchronous request's cancel.  -DFIFO: FIFO tree.
  *
  * MUTANTS (-DMUT_x; each must fail)
  *   OUT_OF_ORDER     thread 1 takes its segment locks in DESCENDING order
@@ -104,6 +111,8 @@
  *   SHRINK_DESCENDING  the shrink takes its locks descending (CFG_SHRINK)
  *   SHRINK_KEEPS_PART  a part whose segment the new range leaves stays
  *   SHRINK_NO_WALK     a smaller hull without its release walk
+ *   ASYNC_CANCEL_KEEPS_GRANTED  a cancel withdraws only the queued parts
+ *                    (CFG_ASYNC): the granted ones stay
  */
 
 #if defined(CFG_SHRINK) && !defined(CFG_SEG3)
@@ -698,6 +707,40 @@ swait:	/* wait for the word */
 			check_inv()
 		};
 		goto swait
+#ifdef CFG_ASYNC
+	:: kind == K_TIMED && hi > lo ->	/* an asynchronous request's cancel */
+		/* As seg_async_cancel() (segments.c): one CAS decides between
+		 * the cancel and the completion of the last part -- so both
+		 * are enabled once every part is granted (the option above and
+		 * this one) -- then EVERY part leaves, granted or queued, one
+		 * segment lock at a time, ascending (span_leave()). */
+		k = lo;
+		do
+		:: k <= hi && pin[P(t, k)] ->
+			LOCK(k);
+			atomic {
+				if
+				:: !rel[t] -> ho[t] = 0; late[t] = 0; rel[t] = 1
+				:: else
+				fi;
+#ifdef MUT_ASYNC_CANCEL_KEEPS_GRANTED
+				if
+				:: pcnt[P(t, k)] > 0 -> remove_part(t, k)
+				:: else
+				fi;
+#else
+				remove_part(t, k);
+#endif
+				lk[k] = 0;
+				check_inv()
+			};
+			k++
+		:: k <= hi && !pin[P(t, k)] -> k++
+		:: else -> break
+		od;
+		k = 0;
+		goto done
+#else
 	:: kind == K_TIMED && !HELD(t) && hi > lo ->	/* S6: a spanning give-up */
 		/* As the code does it (segments.c): the part it waits for --
 		 * the lowest not yet granted -- gives up under its segment's
@@ -744,6 +787,7 @@ swait:	/* wait for the word */
 #endif
 		k = 0;
 		goto done
+#endif
 	:: kind == K_TIMED && !HELD(t) && hi == lo ->	/* S6: give up */
 		lock_mine();
 		atomic {
