@@ -78,6 +78,7 @@
 #include "annotate.h"
 #include "calls.h"
 #include "protocol.h"
+#include "segments.h"
 #include "stats.h"
 
 _Thread_local struct rl_async_queue rl_async_queue
@@ -148,46 +149,52 @@ void rl_async_check_may_wait(const char *call, const struct range_lock *lock)
 		       "not wait for a range (use trylock or an asynchronous request)");
 }
 
-int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_async *req)
+/* Withdraw @req from tree @t (the tree it is queued in: the user's, or a
+ * segment's) if it is still queued: 0, else -EALREADY. */
+int rl_async_cancel_in(struct range_lock_tree *t, struct range_lock_async *req)
 {
 	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
-	struct range_lock *lock;
+	struct range_lock *lock = &req->lock;
 	struct range_lock_stats *st;
 	uint32_t word;
 
-	if (!tree || !req)
-		rl_die("range_lock_async_cancel", NULL, "NULL tree or request");
-	lock = &req->lock;
-	/* The submitter wrote tree_ before it published the request; the
-	 * caller, who submitted it, sees it. */
-	if (req->tree_ != tree)
-		rl_die("range_lock_async_cancel", lock,
-		       req->tree_ ? "request was submitted to another tree"
-				  : "request was not submitted asynchronously (or was withdrawn)");
-	if (tree_is_segmented(tree))
-		return -EALREADY; /* given segments since: nothing is queued there */
 	wl.n = 0;
-	tree_lock(tree);
+	tree_lock(t);
 	if (!is_async(lock)) {
-		tree_unlock(tree);
+		tree_unlock(t);
 		return -EALREADY; /* granted: its completion runs exactly once */
 	}
 	/* Queued: in the tree with blockers (a grant would have cleared the
 	 * tag under tree_lock, which we hold). */
 	word = atomic_load_explicit(wait_word(lock), memory_order_relaxed);
 	if (blockers_of(word))
-		tree->nr_waiting--;
-	st = tree->stats;
+		t->nr_waiting--;
+	st = t->stats;
 	if (st) {
 		STAT_ADD(st, waiting_now, -1);
 		STAT_ADD(st, gave_up_cancel, 1);
 	}
-	rl_remove_request(tree, lock, &wl);
+	rl_remove_request(t, lock, &wl);
 	req->tree_ = NULL;
 	lock->owner_tid = 0;
-	tree_unlock(tree);
+	tree_unlock(t);
 	wake_list_flush(&wl);
 	return 0;
+}
+
+int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_async *req)
+{
+	if (!tree || !req)
+		rl_die("range_lock_async_cancel", NULL, "NULL tree or request");
+	/* The submitter wrote tree_ before it published the request; the
+	 * caller, who submitted it, sees it. */
+	if (req->tree_ != tree)
+		rl_die("range_lock_async_cancel", &req->lock,
+		       req->tree_ ? "request was submitted to another tree"
+				  : "request was not submitted asynchronously (or was withdrawn)");
+	if (__builtin_expect(tree_is_segmented(tree), 0))
+		return rl_seg_async_cancel(tree, req);
+	return rl_async_cancel_in(tree, req);
 }
 
 /* ---- submission ------------------------------------------------------ */
@@ -199,10 +206,13 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
  * that must wait is queued HANDOFF-marked in the default policy (nothing
  * overtakes it, and put_blocker() grants it directly at count 0: it never
  * sleeps, so it is never ELIGIBLE) with RL_ASYNC_TAG, which makes its grant
- * queue the completion.  Returns 0 (held now) or -EINPROGRESS.
+ * queue the completion.  Returns 0 (held now) or -EINPROGRESS.  @tree:
+ * where it enters; @top: the tree the user named (the same, or the tree
+ * whose segment @tree is: segments.c), which range_lock_async_cancel()
+ * will be given.
  */
-static int lock_async_local(const char *call, struct range_lock_tree *tree,
-			    struct range_lock_async *req, bool reader)
+int rl_lock_async_in(const char *call, struct range_lock_tree *tree,
+		     struct range_lock_tree *top, struct range_lock_async *req, bool reader)
 {
 	struct range_lock *lock = &req->lock;
 	struct entry_scan scan;
@@ -212,7 +222,7 @@ static int lock_async_local(const char *call, struct range_lock_tree *tree,
 
 	waiter_init(&w, WAIT_ASYNC, CLOCK_MONOTONIC, NULL);
 	r = enter(call, tree, lock, reader, &w);
-	req->tree_ = tree; /* submitted: range_lock_async_cancel() accepts it */
+	req->tree_ = top; /* submitted: range_lock_async_cancel() accepts it */
 	if (r != ENTER_TREE)
 		return 0; /* held through the word or a slot */
 	if (reader)
@@ -239,11 +249,11 @@ static int lock_async(const char *call, struct range_lock_tree *tree,
 		       "(range_lock_async_init())");
 	if (__builtin_expect(file_of(tree) != NULL, 0)) {
 		if (is_segments(file_of(tree)))
-			return -ENOTSUP; /* not on a tree with segments yet */
+			return rl_seg_lock_async(call, tree, req, reader);
 		if (file_range_bad(call, tree, &req->lock, true))
 			return -EINVAL;
 	}
-	r = lock_async_local(call, tree, req, reader);
+	r = rl_lock_async_in(call, tree, tree, req, reader);
 	if (r == 0 && __builtin_expect(file_of(tree) != NULL, 0) &&
 	    rl_file_acquire(call, tree, &req->lock, reader, NULL, RL_FILE_TRY))
 		return -EAGAIN; /* another process holds bytes of it: let go */
@@ -267,7 +277,7 @@ static int rl_async_file_grant(struct range_lock_async *req)
 	struct range_lock_tree *tree = req->tree_;
 	struct range_lock *lock = &req->lock;
 
-	if (__builtin_expect(file_of(tree) == NULL, 1))
+	if (__builtin_expect(file_of(tree) == NULL, 1) || is_segments(file_of(tree)))
 		return 0;
 	return rl_file_acquire(is_reader(lock) ? "range_read_lock_async"
 					    : "range_write_lock_async",

@@ -180,7 +180,9 @@
  *                                            spans segments (its owner,
  *                                            before entry; a shrink that
  *                                            moves a held part retags it
- *                                            under tree_lock; segments.c).
+ *                                            under tree_lock; segments.c),
+ *                                            | RL_ASYNC_TAG while a part of
+ *                                            an asynchronous one is queued.
  *   node->start, last of a held request:    by its user only, under tree_lock
  *                                            (shrink, grow: the node is
  *                                            re-keyed in the tree).

@@ -140,7 +140,9 @@ static inline bool is_async(const struct range_lock *lock)
 
 static inline bool is_part(const struct range_lock *lock)
 {
-	return (lock->owner_tid | 1u) == RL_PART_FIRST;
+	/* (a queued part of an asynchronous spanning request has
+	 * RL_ASYNC_TAG too: segments.c) */
+	return ((lock->owner_tid & ~RL_ASYNC_TAG) | 1u) == RL_PART_FIRST;
 }
 
 

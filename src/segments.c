@@ -75,10 +75,16 @@
  *   struct span: the parts' fields as any request's, under their
  *       segments' locks (a shrink moves a held part to another slot of
  *       the array under its segment's lock, rl_move_request()); the rest
- *       only by the request's owner.
+ *       only by the request's owner -- except, for an asynchronous one,
+ *       astate (atomic: the parts' completions and the cancel, see
+ *       ASYNCHRONOUS) and counted and wait_start_ns, written by the
+ *       completion of the last part under the first part's segment lock.
  *   the user's request of a spanning hold: rb_left (the span), flags
  *       (RL_LINKED | mode), seqnum: only by its owner, while it locks,
- *       unlocks and shrinks; a shrink to one stripe makes it a node of
+ *       unlocks and shrinks (an asynchronous one: set before its parts
+ *       are published); rb_left and flags are cleared as the first part
+ *       leaves, under that segment's lock (span_leave()), where a cancel
+ *       reads them; a shrink to one stripe makes it a node of
  *       that segment's tree (rl_move_request(), under its lock), written
  *       from then on as any request of a tree.
  *   span->counted (what the request counted itself as in the statistics):
@@ -95,9 +101,14 @@
  * holds in one step, under all their locks, ascending; its comment has
  * the rules.
  *
+ * ASYNCHRONOUS requests (range_*_lock_async()): within one stripe, an
+ * asynchronous request of its segment; spanning, each waiting part a
+ * queued asynchronous request of its segment, the user's completion at
+ * the last part's grant (the comment above span_async_held() has the
+ * rules, and who frees the parts after a withdrawal).
+ *
  * Not yet supported on a segmented tree (documented in the header; each
- * aborts or returns -ENOTSUP): sets, grow, asynchronous requests, binding
- * to a file.
+ * aborts or returns -ENOTSUP): sets, grow, binding to a file.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -112,12 +123,27 @@
 /* A spanning request's parts. */
 struct span {
 	struct range_lock_tree *top;  /* the tree it was locked in */
+	struct range_lock *owner;     /* the user's request */
 	unsigned n;
 	bool reader;
 	int counted;                  /* SPAN_*: under part[0]'s segment lock */
 	uint64_t wait_start_ns;       /* its wait, if statistics were on */
-	struct range_lock part[];     /* ascending by segment */
+	/* An asynchronous spanning request (ASYNCHRONOUS below): */
+	struct range_lock_async *user; /* the user's request; NULL if not */
+	_Atomic uint32_t astate;      /* SA_*: due completions | flags */
+	/* The parts, ascending by segment: each a request (.lock) of its
+	 * segment's tree; the rest serves the asynchronous ones. */
+	struct range_lock_async part[];
 };
+
+#define PART(sp, i) (&(sp)->part[i].lock)
+
+/* struct span's astate (ASYNCHRONOUS below): the completions of parts that
+ * are still due, and what became of the request. */
+#define SA_COUNT       0xffffu     /* queued parts whose completion is due */
+#define SA_HELD        (1u << 29)  /* every part granted: the request holds */
+#define SA_CANCELLED   (1u << 30)  /* withdrawn: no completion of the user's */
+#define SA_CANCEL_DONE (1u << 31)  /* the withdrawal is done with the span */
 
 #define SEG_INDEX_SHIFT 4
 #define SEG_INDEX_MASK 0x1ffu
@@ -396,13 +422,16 @@ static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lo
 	if (!sp)
 		return NULL;
 	sp->top = tree;
+	sp->owner = lock;
 	sp->n = n;
 	sp->reader = reader;
+	sp->user = NULL;
+	atomic_init(&sp->astate, 0);
 	for (unsigned i = 0; i < n; i++) {
 		struct seg_part p = rl_seg_part(s, lock->start, lock->last, i);
-		struct range_lock *r = &sp->part[i];
+		struct range_lock *r = PART(sp, i);
 
-		memset(r, 0, sizeof(*r));
+		memset(&sp->part[i], 0, sizeof(sp->part[i]));
 		r->start = p.start;
 		r->last = p.last;
 		r->subtree_last = p.last;
@@ -470,23 +499,36 @@ void rl_span_withdrawn(struct range_lock_tree *t0, struct range_lock *first, int
 /*
  * Take part @p out of segment tree @t, held or waiting (a release walk,
  * waking what it blocked there).  For the first part, @why is the reason
- * the request leaves (0: an unlock; else as for span_count()).
+ * the request leaves (0: an unlock; else as for span_count()), and the
+ * user's request, if it stands for the span (a hold, or a queued
+ * asynchronous request), stops doing so, under that segment's lock: what
+ * range_lock_async_cancel() reads there (seg_async_cancel()).  Returns
+ * whether @p was a queued part of an asynchronous request (its completion
+ * will not run).
  */
-static void span_leave(struct range_lock_tree *t, struct span *sp, struct range_lock *p, int why)
+static bool span_leave(struct range_lock_tree *t, struct span *sp, struct range_lock *p, int why)
 {
 	struct wake_list wl;
 	uint32_t word;
+	bool queued;
 
 	wl.n = 0;
 	tree_lock(t);
-	if (p == &sp->part[0])
+	if (p == PART(sp, 0)) {
 		span_count(sp, t, SPAN_OUT, why);
+		if (is_linked(sp->owner)) {
+			sp->owner->rb_parent_flags = 0;
+			sp->owner->rb_left = NULL;
+		}
+	}
+	queued = is_async(p);
 	word = atomic_load_explicit(wait_word(p), memory_order_relaxed);
 	if (blockers_of(word))
 		t->nr_waiting--;
 	rl_remove_request(t, p, &wl);
 	tree_unlock(t);
 	wake_list_flush(&wl);
+	return queued;
 }
 
 struct span_wait {
@@ -503,7 +545,7 @@ static void span_abandon(struct span_wait *sw)
 
 	for (unsigned i = 0; i < sp->n; i++)
 		if (i != sw->skip)
-			span_leave(part_tree(s, &sp->part[i]), sp, &sp->part[i], sw->why);
+			span_leave(part_tree(s, PART(sp, i)), sp, PART(sp, i), sw->why);
 	free(sp);
 }
 
@@ -533,7 +575,7 @@ static int span_enter(const char *call, struct span *sp,
 	int waiting = 0;
 
 	for (unsigned i = 0; i < sp->n; i++) {
-		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
+		struct range_lock_tree *t = part_tree(s, PART(sp, i));
 
 		tree_lock(t);
 		if (!reader)
@@ -545,35 +587,37 @@ static int span_enter(const char *call, struct span *sp,
 			seq = t->seqnum;
 	}
 	for (unsigned i = 0; i < sp->n; i++) {
-		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
+		struct range_lock_tree *t = part_tree(s, PART(sp, i));
 
-		rl_scan_entry(t, &sp->part[i], reader, !w, &scan);
+		rl_scan_entry(t, PART(sp, i), reader, !w, &scan);
 		blockers[i] = scan.blockers;
 		waiting += scan.blockers != 0;
 	}
-	st = part_tree(s, &sp->part[0])->stats; /* (its lock is held) */
+	st = part_tree(s, PART(sp, 0))->stats; /* (its lock is held) */
 	if (waiting && (!w || (w->kind == WAIT_TIMED &&
 			       !timespec_valid(w->clockid, w->abstime)))) {
 		if (!w && st)
 			STAT_ADD(st, trylock_failed, 1);
 		for (unsigned i = sp->n; i-- > 0;)
-			tree_unlock(part_tree(s, &sp->part[i]));
+			tree_unlock(part_tree(s, PART(sp, i)));
 		return w ? -EINVAL : -1;
 	}
 	for (unsigned i = 0; i < sp->n; i++) {
-		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
+		struct range_lock_tree *t = part_tree(s, PART(sp, i));
 
-		if (blockers[i] && w->kind != WAIT_TIMED)
-			rl_check_self_deadlock(t, &sp->part[i], reader, call, shown);
+		if (blockers[i] && w->kind != WAIT_TIMED && w->kind != WAIT_ASYNC)
+			rl_check_self_deadlock(t, PART(sp, i), reader, call, shown);
 	}
 	for (unsigned i = 0; i < sp->n; i++) {
-		struct range_lock_tree *t = part_tree(s, &sp->part[i]);
+		struct range_lock_tree *t = part_tree(s, PART(sp, i));
 
-		rl_insert_request(t, &sp->part[i], reader, blockers[i], seq);
+		rl_insert_request(t, PART(sp, i), reader, blockers[i], seq);
 		t->seqnum = seq + 1;
 		if (blockers[i] && !tree_is_fifo(t))
-			atomic_fetch_or_explicit(wait_word(&sp->part[i]), HANDOFF,
+			atomic_fetch_or_explicit(wait_word(PART(sp, i)), HANDOFF,
 						 memory_order_relaxed);
+		if (blockers[i] && sp->user) /* its grant queues its completion */
+			PART(sp, i)->owner_tid |= RL_ASYNC_TAG;
 	}
 	sp->counted = waiting ? SPAN_WAITING : SPAN_HELD;
 	if (st && waiting) {
@@ -583,9 +627,18 @@ static int span_enter(const char *call, struct span *sp,
 	} else if (st) {
 		rl_stat_granted(st, reader, false);
 	}
+	if (sp->user) {
+		/* Before the parts can be granted: their completions read
+		 * these (they take a segment's lock after us). */
+		sp->user->lock.seqnum = seq;
+		atomic_store_explicit(&sp->astate, waiting ? (uint32_t)waiting : SA_HELD,
+				      memory_order_relaxed);
+		if (st && waiting)
+			sp->wait_start_ns = rl_now_ns();
+	}
 	for (unsigned i = sp->n; i-- > 0;)
-		tree_unlock(part_tree(s, &sp->part[i]));
-	if (st && waiting)
+		tree_unlock(part_tree(s, PART(sp, i)));
+	if (st && waiting && !sp->user)
 		sp->wait_start_ns = rl_now_ns();
 	return waiting;
 }
@@ -595,7 +648,7 @@ static int span_wait_parts(struct span *sp, struct waiter *w, struct span_wait *
 	struct rl_segments *s = segments_of(sp->top);
 
 	for (unsigned i = 0; i < sp->n; i++) {
-		struct range_lock *p = &sp->part[i];
+		struct range_lock *p = PART(sp, i);
 		int r;
 
 		if (atomic_load_explicit(wait_word(p), memory_order_acquire) == 0) {
@@ -622,13 +675,13 @@ static int span_wait_parts(struct span *sp, struct waiter *w, struct span_wait *
 			 * signal would go unreported.
 			 */
 			for (unsigned j = i + 1; j < sp->n; j++)
-				if (atomic_load_explicit(wait_word(&sp->part[j]),
+				if (atomic_load_explicit(wait_word(PART(sp, j)),
 							 memory_order_acquire)) {
 					sw->skip = sp->n; /* every part leaves */
 					return w->kept_after;
 				}
 			for (unsigned j = i + 1; j < sp->n; j++)
-				rl_hb_acquire_last(wait_word(&sp->part[j]));
+				rl_hb_acquire_last(wait_word(PART(sp, j)));
 			return 0;
 		}
 	}
@@ -653,7 +706,7 @@ static int span_wait(struct span *sp, struct waiter *w)
 		sw.why = r;
 		span_abandon(&sw);
 	} else { /* held: counted so, under its first part's lock */
-		t0 = part_tree(segments_of(sp->top), &sp->part[0]);
+		t0 = part_tree(segments_of(sp->top), PART(sp, 0));
 		tree_lock(t0);
 		span_count(sp, t0, SPAN_HELD, 0);
 		tree_unlock(t0);
@@ -686,10 +739,173 @@ static int span_lock(const char *call, struct range_lock_tree *tree,
 	}
 	lock->rb_left = (struct range_lock *)(void *)sp;
 	lock->rb_right = NULL;
-	lock->seqnum = sp->part[0].seqnum;
+	lock->seqnum = PART(sp, 0)->seqnum;
 	lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
 	rl_check_acquired(tree, lock, subclass, site);
 	return w ? 0 : 1;
+}
+
+/* ---- asynchronous spanning requests ------------------------------------ */
+
+/*
+ * ASYNCHRONOUS.  A spanning request submitted asynchronously
+ * (range_write_lock_async()) enters as any spanning request (span_enter():
+ * one arrival, every waiting part HANDOFF-marked in the default policy);
+ * each waiting part is itself a queued asynchronous request of its
+ * segment (RL_ASYNC_TAG, and the fields of a struct range_lock_async),
+ * granted there by the release that takes its last blocker, which runs
+ * the part's completion, span_part_done(), once it has dropped its locks
+ * (async.c).  No thread waits: the grant condition is the model's (every
+ * part granted), reached in whatever order the segments grant.
+ *
+ * sp->astate decides, by CAS, between the two ends:
+ *   - the last due part completion turns the count to SA_HELD and runs
+ *     the user's completion (span_async_held());
+ *   - range_lock_async_cancel() sets SA_CANCELLED unless SA_HELD is set,
+ *     then takes every part out (span_leave(): a release walk in each
+ *     segment, the queued and the granted alike), takes the queued ones,
+ *     whose completions will never run, off the count and sets
+ *     SA_CANCEL_DONE.  A part granted meanwhile runs its completion,
+ *     which only counts down: whoever brings a cancelled span to count 0
+ *     with SA_CANCEL_DONE frees it.  So after a withdrawal nothing
+ *     touches the user's request or the tree (which the user may free or
+ *     destroy), and the span is freed exactly once.
+ * The cancel finds the span through the user's request, read under the
+ * first part's segment lock: an unlock clears it under that lock as the
+ * first part leaves (span_leave()), so a cancel racing the completion that
+ * unlocks the request never follows it to a freed span.  (A cancel must
+ * not race a shrink or downgrade of the request, which only its holder
+ * makes after the completion: as on any tree, the request is the user's
+ * again only once the completion has run.)
+ *
+ * Giving up is a cancellation's: every part leaves, each under its own
+ * segment's lock, ascending -- the form span_abandon() has and the model
+ * checks (segments.pml: "a request that finishes leaves no part").
+ */
+static void span_async_held(struct span *sp)
+{
+	struct range_lock_tree *t0 = part_tree(segments_of(sp->top), PART(sp, 0));
+	struct range_lock_async *req = sp->user;
+
+	tree_lock(t0);
+	span_count(sp, t0, SPAN_HELD, 0);
+	tree_unlock(t0);
+	/* After this, @req and the span belong to the completion (which may
+	 * unlock it: the span is freed then). */
+	req->done(req, 0);
+}
+
+/* The completion of a part (rl_async_run(), on the thread whose release
+ * granted it, no lock held); @status is 0 (a segment is never bound). */
+static void span_part_done(struct range_lock_async *a, int status)
+{
+	struct span *sp = a->arg;
+	uint32_t old = atomic_load_explicit(&sp->astate, memory_order_relaxed), new;
+
+	(void)status;
+	do {
+		new = old - 1;
+		if (!(old & SA_CANCELLED) && (new & SA_COUNT) == 0)
+			new = SA_HELD; /* the last part: the request holds */
+	} while (!atomic_compare_exchange_weak_explicit(&sp->astate, &old, new,
+							memory_order_acq_rel,
+							memory_order_relaxed));
+	if (new == SA_HELD)
+		span_async_held(sp);
+	else if (new == (SA_CANCELLED | SA_CANCEL_DONE))
+		free(sp); /* the withdrawal finished before us */
+}
+
+static int span_lock_async(const char *call, struct range_lock_tree *tree,
+			   struct range_lock_async *req, bool reader, unsigned n)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct range_lock *lock = &req->lock;
+	struct span *sp = span_new(tree, lock, reader, n);
+	struct waiter w;
+
+	if (!sp)
+		return -ENOMEM;
+	sp->user = req;
+	for (unsigned i = 0; i < n; i++) {
+		sp->part[i].done = span_part_done;
+		sp->part[i].arg = sp;
+		sp->part[i].tree_ = part_tree(s, PART(sp, i));
+	}
+	/* A spanning hold from the start (its completion may run on another
+	 * thread as soon as span_enter() drops the locks, and unlock it). */
+	lock->rb_left = (struct range_lock *)(void *)sp;
+	lock->rb_right = NULL;
+	lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
+	req->tree_ = tree; /* submitted: range_lock_async_cancel() accepts it */
+	waiter_init(&w, WAIT_ASYNC, CLOCK_MONOTONIC, NULL);
+	return span_enter(call, sp, lock, &w) ? -EINPROGRESS : 0;
+}
+
+int rl_seg_lock_async(const char *call, struct range_lock_tree *tree,
+		      struct range_lock_async *req, bool reader)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct range_lock *lock = &req->lock;
+	unsigned n = rl_seg_parts(s, lock->start, lock->last);
+
+	if (n == 1) /* a request of its segment, as on any tree */
+		return rl_lock_async_in(call, rl_seg_tree(s, rl_seg_part(s, lock->start,
+									 lock->last, 0).seg),
+					tree, req, reader);
+	check_args(call, tree, lock);
+	if (is_linked(lock))
+		rl_die(call, lock, ALREADY_IN_TREE);
+	return span_lock_async(call, tree, req, reader, n);
+}
+
+static int seg_async_cancel(struct range_lock_tree *tree, struct range_lock_async *req)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct range_lock *lock = &req->lock;
+	struct range_lock_tree *t0 = rl_seg_tree(s, rl_seg_part(s, lock->start, lock->last, 0).seg);
+	unsigned withdrawn = 0;
+	struct span *sp;
+	uint32_t old;
+
+	tree_lock(t0);
+	sp = (struct span *)(void *)lock->rb_left;
+	if (!is_linked(lock) || !sp) {
+		tree_unlock(t0);
+		return -EALREADY; /* held, and unlocked since */
+	}
+	old = atomic_load_explicit(&sp->astate, memory_order_relaxed);
+	do {
+		if (old & SA_HELD) {
+			tree_unlock(t0);
+			return -EALREADY; /* its completion runs (or ran) */
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&sp->astate, &old, old | SA_CANCELLED,
+							memory_order_acq_rel,
+							memory_order_relaxed));
+	tree_unlock(t0);
+	for (unsigned i = 0; i < sp->n; i++)
+		withdrawn += span_leave(part_tree(s, PART(sp, i)), sp, PART(sp, i), -ECANCELED);
+	req->tree_ = NULL; /* yours again */
+	old = atomic_load_explicit(&sp->astate, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&sp->astate, &old,
+						      (old - withdrawn) | SA_CANCEL_DONE,
+						      memory_order_acq_rel, memory_order_relaxed))
+		;
+	if (((old - withdrawn) & SA_COUNT) == 0)
+		free(sp); /* no part's completion is due any more */
+	return 0;
+}
+
+int rl_seg_async_cancel(struct range_lock_tree *tree, struct range_lock_async *req)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct range_lock *lock = &req->lock;
+
+	if (rl_seg_parts(s, lock->start, lock->last) == 1)
+		return rl_async_cancel_in(rl_seg_tree(s, rl_seg_part(s, lock->start,
+								     lock->last, 0).seg), req);
+	return seg_async_cancel(tree, req);
 }
 
 /* ---- the calls' dispatch ---------------------------------------------- */
@@ -735,10 +951,8 @@ void rl_seg_unlock(const char *call, struct range_lock_tree *tree, struct range_
 		rl_die(call, lock, reader ? "range is held for writing, not reading"
 					  : "range is held for reading, not writing");
 	rl_check_released(tree, lock);
-	for (unsigned i = 0; i < sp->n; i++)
-		span_leave(part_tree(s, &sp->part[i]), sp, &sp->part[i], 0);
-	lock->rb_parent_flags = 0;
-	lock->rb_left = NULL;
+	for (unsigned i = 0; i < sp->n; i++) /* the first clears @lock's links */
+		span_leave(part_tree(s, PART(sp, i)), sp, PART(sp, i), 0);
 	free(sp);
 }
 
@@ -779,11 +993,11 @@ static int seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 	wl.n = 0;
 	held = sp->n;
 	for (unsigned i = 0; i < held; i++) {
-		locked[i] = part_tree(s, &sp->part[i]);
+		locked[i] = part_tree(s, PART(sp, i));
 		tree_lock(locked[i]);
 	}
 	for (unsigned i = 0; i < held; i++) {
-		struct range_lock *p = &sp->part[i], *to;
+		struct range_lock *p = PART(sp, i), *to;
 		struct range_lock_tree *t = locked[i];
 		/* the new range's next part (both lists ascend by segment) */
 		struct seg_part np = kept < n ? rl_seg_part(s, start, last, kept)
@@ -796,7 +1010,7 @@ static int seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 			continue;
 		}
 		rl_shrink_request(t, p, np.start, np.last, &wl);
-		to = n == 1 ? lock : &sp->part[kept];
+		to = n == 1 ? lock : PART(sp, kept);
 		if (to != p) {
 			rl_move_request(t, p, to);
 			to->owner_tid = n == 1 ? rl_thread_id()
@@ -858,7 +1072,7 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 	/* Each part in its segment: a reader of one segment's units may go
 	 * ahead once that part is a reader. */
 	for (unsigned i = 0; i < sp->n; i++)
-		range_downgrade_write(part_tree(s, &sp->part[i]), &sp->part[i]);
+		range_downgrade_write(part_tree(s, PART(sp, i)), PART(sp, i));
 	sp->reader = true;
 	lock->rb_parent_flags |= RL_READER;
 }

@@ -168,6 +168,16 @@ RL_HIDDEN int rl_span_counted(const struct range_lock *first);
 RL_HIDDEN void rl_span_withdrawn(struct range_lock_tree *t0, struct range_lock *first, int why);
 /* The checking mode's name of a tree: a segment's is its user's tree. */
 RL_HIDDEN const struct range_lock_tree *rl_seg_user_tree(const struct range_lock_tree *tree);
+/* Asynchronous requests on a segmented tree (async.c dispatches here). */
+RL_HIDDEN int rl_seg_lock_async(const char *call, struct range_lock_tree *tree,
+				struct range_lock_async *req, bool reader);
+RL_HIDDEN int rl_seg_async_cancel(struct range_lock_tree *tree, struct range_lock_async *req);
+/* async.c: a submission entering @tree, for the user's tree @top; the
+ * withdrawal from @t, the tree @req is queued in. */
+RL_HIDDEN int rl_lock_async_in(const char *call, struct range_lock_tree *tree,
+			       struct range_lock_tree *top, struct range_lock_async *req,
+			       bool reader);
+RL_HIDDEN int rl_async_cancel_in(struct range_lock_tree *t, struct range_lock_async *req);
 /* A call that segmented trees do not support yet: abort with a message. */
 RL_HIDDEN __attribute__((noreturn)) void rl_seg_unsupported(const char *call);
 

@@ -31,7 +31,7 @@ void rl_stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
 
 	for (n = tree->leftmost; n; n = rl_itree_next_inorder(n)) {
 		if (is_part(n)) {
-			if (n->owner_tid == RL_PART_FIRST) {
+			if ((n->owner_tid & ~RL_ASYNC_TAG) == RL_PART_FIRST) {
 				int c = rl_span_counted(n);
 
 				held += c == SPAN_HELD;

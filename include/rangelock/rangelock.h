@@ -128,8 +128,8 @@
  *      (range_lock_tree_set_segments() lists them); set_segments() on a
  *      tree with statistics enabled.
  *     -ENOMEM: range_lock_tree_set_segments(), and on a tree with
- *      segments the lock calls that can fail, for a range that spans
- *      segments.
+ *      segments the lock calls that can fail and the asynchronous
+ *      submissions, for a range that spans segments.
  *  - Misuse that the void calls cannot report (unlocking a request that is
  *    not held in this tree, unlocking with the wrong mode, downgrading a read
  *    lock, locking a request that is already in a tree, any call on a
@@ -556,14 +556,14 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * range_lock_tree_set_fast_read(), statistics, the dump and destroy work
  * as documented.  Statistics see the whole tree and count a spanning
  * request once; enable them after the segments
- * (range_lock_tree_enable_stats() says how they are kept).  Not supported
- * yet: sets (range_lock_many() and range_unlock_many() abort with a
- * message, the other forms return -ENOTSUP), grow (-ENOTSUP,
- * range_lock_grow_try() included), asynchronous requests (-ENOTSUP;
- * range_lock_async_cancel() of a request submitted before the tree got
- * segments: -EALREADY) and binding to a file (range_lock_tree_set_file():
- * -ENOTSUP).  A spanning lock call that cannot allocate its parts returns
- * -ENOMEM (the plain and trylock calls abort with a message).
+ * (range_lock_tree_enable_stats() says how they are kept).  Asynchronous
+ * requests work too (range_read_lock_async() says how a spanning one is
+ * granted).  Not supported yet: sets (range_lock_many() and
+ * range_unlock_many() abort with a message, the other forms return
+ * -ENOTSUP), grow (-ENOTSUP, range_lock_grow_try() included) and binding
+ * to a file (range_lock_tree_set_file(): -ENOTSUP).  A spanning lock call
+ * that cannot allocate its parts returns -ENOMEM (the plain and trylock
+ * calls abort with a message).
  *
  * Return: 0; -EINVAL for a bad @segments or @stripe_shift; -EBUSY if the
  * tree is not empty (nothing is changed); -ENOTSUP if it is bound to a
@@ -1160,11 +1160,22 @@ RANGELOCK_API int range_lock_async_init(struct range_lock_async *req,
  * an acquisition, a withdrawal in @gave_up_cancel; the dump shows a queued
  * one as "async".
  *
+ * On a tree with segments (range_lock_tree_set_segments()), a request
+ * within one stripe is a request of its segment, as above.  A request that
+ * spans segments is queued in each segment where it meets a conflict and
+ * holds its part at once in the others; the completion is called on the
+ * thread whose release granted the last part, once every part is granted.
+ * Its order is a spanning request's (it never overtakes, and is never
+ * overtaken in the default policy).  The dump shows its parts as "span
+ * part".
+ *
  * Return: 0 (held now; the completion is not called), -EINPROGRESS (queued:
  * the completion will be called exactly once, unless the request is
  * withdrawn), -EAGAIN (bound tree, another process or another tree bound
- * to the file holds the bytes; nothing held, no completion), or -EINVAL (bound tree, a range beyond
- * off_t).  Aborts on a NULL tree or request, a request with no completion,
+ * to the file holds the bytes; nothing held, no completion), -EINVAL (bound
+ * tree, a range beyond off_t), or -ENOMEM (a tree with segments could not
+ * allocate the parts of a spanning request; nothing held, no completion).
+ * Aborts on a NULL tree or request, a request with no completion,
  * or one already in a tree or queued.
  *
  * Since: 0.3
@@ -1187,6 +1198,12 @@ RANGELOCK_API int range_write_lock_async(struct range_lock_tree *tree,
  * waited for it only are released (and may be granted, their completions
  * run on this thread before the call returns).  Its completion is never
  * called; @req is yours again.
+ *
+ * On a tree with segments, a spanning request is withdrawn from every
+ * segment at once, the parts already granted included: it is withdrawn
+ * unless its last part was granted.  Do not call it while another thread
+ * shrinks or downgrades @req (which only its holder can do, after the
+ * completion).
  *
  * Return: 0 when withdrawn; -EALREADY when @req was not queued any more: it
  * was granted -- its completion has run, is running or is about to run on

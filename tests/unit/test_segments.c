@@ -1053,34 +1053,300 @@ static void test_shrink_wrapping(void **state)
 	shrink_wrapping(true, true);
 }
 
-static struct range_lock_tree *async_tree;
+/* ---- asynchronous requests -------------------------------------------- */
+
+/* What a completion saw: how often it ran, its status, its thread; with
+ * @unlock, it unlocks the request itself (a chain's usual pattern). */
+struct async_rec {
+	struct range_lock_async a; /* first: the completion gets &a */
+	struct range_lock_tree *tree;
+	atomic_int calls, status;
+	pthread_t thread;
+	bool unlock, reader;
+};
+
 static void async_done(struct range_lock_async *req, int status)
 {
-	(void)req;
-	(void)status;
+	struct async_rec *q = (struct async_rec *)req;
+
+	q->thread = pthread_self();
+	atomic_store(&q->status, status);
+	if (q->unlock) {
+		if (q->reader)
+			range_read_unlock(q->tree, &q->a.lock);
+		else
+			range_write_unlock(q->tree, &q->a.lock);
+	}
+	atomic_fetch_add(&q->calls, 1); /* last touch */
 }
 
-static void test_async_refused(void **state)
+static void async_rec_init(struct async_rec *q, struct range_lock_tree *tree,
+			   uint64_t start, uint64_t last, bool reader, bool unlock)
+{
+	assert_int_equal(range_lock_async_init(&q->a, start, last, async_done, NULL), 0);
+	q->tree = tree;
+	atomic_init(&q->calls, 0);
+	atomic_init(&q->status, -1);
+	q->unlock = unlock;
+	q->reader = reader;
+}
+
+static int async_submit(struct async_rec *q)
+{
+	return q->reader ? range_read_lock_async(q->tree, &q->a)
+			 : range_write_lock_async(q->tree, &q->a);
+}
+
+static void async_unlock(struct async_rec *q)
+{
+	if (q->reader)
+		range_read_unlock(q->tree, &q->a.lock);
+	else
+		range_write_unlock(q->tree, &q->a.lock);
+}
+
+/*
+ * A request within one stripe is an asynchronous request of its segment:
+ * queued behind a conflict there, granted by the release that frees it
+ * (its completion on that thread, before the unlock returns), withdrawn
+ * by a cancel; a request of another segment is held at once.  4 segments,
+ * stripes of 4 units.
+ */
+static void async_one_stripe(bool fifo, bool reader)
 {
 	struct range_lock_tree tree;
-	struct range_lock_async req;
+	struct range_lock_stats st;
+	struct range_lock h;
+	struct async_rec a, b;
+
+	seg_tree(&tree, 4, 2, fifo);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	range_lock_init(&h, 1, 2);                       /* segment 0 */
+	range_write_lock(&tree, &h);
+	async_rec_init(&a, &tree, 0, 3, reader, false);  /* segment 0 */
+	async_rec_init(&b, &tree, 4, 7, reader, false);  /* segment 1 */
+	assert_int_equal(async_submit(&a), -EINPROGRESS);
+	assert_int_equal(async_submit(&b), 0);
+	assert_int_equal(dump_count(&tree, "async"), 1);
+	assert_int_equal(atomic_load(&a.calls), 0);
+	range_write_unlock(&tree, &h);
+	assert_int_equal(atomic_load(&a.calls), 1);
+	assert_int_equal(atomic_load(&a.status), 0);
+	assert_true(pthread_equal(a.thread, pthread_self()));
+	assert_false(all_free(&tree, 3, 4, 2));
+	assert_int_equal(range_lock_async_cancel(&tree, &a.a), -EALREADY);
+	assert_int_equal(range_lock_async_cancel(&tree, &b.a), -EALREADY);
+	async_unlock(&a);
+	async_unlock(&b);
+
+	/* Withdrawn: never completed, its segment free once the holder goes. */
+	range_write_lock(&tree, &h);
+	async_rec_init(&a, &tree, 0, 3, reader, false);
+	assert_int_equal(async_submit(&a), -EINPROGRESS);
+	assert_int_equal(range_lock_async_cancel(&tree, &a.a), 0);
+	assert_int_equal(dump_count(&tree, "waiting"), 0);
+	range_write_unlock(&tree, &h);
+	assert_int_equal(atomic_load(&a.calls), 0);
+	assert_true(all_free(&tree, 0, 15, 2));
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+	assert_int_equal(st.gave_up_cancel, 1);
+	assert_int_equal(st.waiting_now, 0);
+	assert_int_equal(st.held_now, 0);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_async_one_stripe(void **state)
+{
+	(void)state;
+	async_one_stripe(false, false);
+	async_one_stripe(false, true);
+	async_one_stripe(true, false);
+	async_one_stripe(true, true);
+}
+
+/*
+ * A request over several segments: its parts wait where they conflict
+ * and hold elsewhere at once; the completion runs once, with 0, on the
+ * thread whose release granted the LAST waiting part, and only then; a
+ * later conflicting request waits behind it (one arrival); the unlock
+ * frees every segment.  The statistics count it once.  Then a cancel
+ * with one part granted and one queued: never completed, every part out
+ * (the granted one too), counted as a cancel.
+ */
+static void async_spanning(bool fifo, bool reader)
+{
+	struct range_lock_tree tree;
+	struct range_lock_stats st;
+	struct range_lock h1, h3, w;
+	struct async_rec a;
+	struct locker later;
+	pthread_t tl;
+
+	seg_tree(&tree, 4, 2, fifo);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	range_lock_init(&h1, 1, 1);    /* segment 0 */
+	range_lock_init(&h3, 13, 13);  /* segment 3 */
+	range_write_lock(&tree, &h1);
+	range_write_lock(&tree, &h3);
+	async_rec_init(&a, &tree, 0, 15, reader, false);
+	assert_int_equal(async_submit(&a), -EINPROGRESS);
+	assert_int_equal(dump_count(&tree, "waiting"), 2);  /* segments 0 and 3 */
+	assert_int_equal(dump_count(&tree, "span part"), 4);
+	/* Its parts in segments 1 and 2 hold already: a writer there waits,
+	 * and after the request (it arrived later). */
+	start_locker(&later, &tl, &tree, 6, 9, false, 0);   /* segments 1, 2 */
+	assert_true(wait_for_parts_waiting(&tree, 4));
+	range_lock_init(&w, 5, 5);
+	assert_false(range_write_trylock(&tree, &w));
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+	assert_int_equal(st.waiting_now, 2); /* the request and the later one */
+	assert_int_equal(st.held_now, 2);
+
+	range_write_unlock(&tree, &h1);  /* one part granted: not yet */
+	assert_int_equal(atomic_load(&a.calls), 0);
+	assert_int_equal(dump_count(&tree, "waiting"), 3);
+	range_write_unlock(&tree, &h3);  /* the last part: the completion, here */
+	assert_int_equal(atomic_load(&a.calls), 1);
+	assert_int_equal(atomic_load(&a.status), 0);
+	assert_true(pthread_equal(a.thread, pthread_self()));
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+	assert_int_equal(st.waiting_now, 1); /* the later one */
+	assert_int_equal(st.held_now, 1);
+	assert_int_equal(reader ? st.read_acquired : st.write_acquired - 2, 1);
+	assert_int_equal(atomic_load(&later.done), 0);
+	assert_int_equal(range_lock_async_cancel(&tree, &a.a), -EALREADY);
+	async_unlock(&a);
+	pthread_join(tl, NULL);
+	assert_int_equal(atomic_load(&later.done), 1);
+	range_write_unlock(&tree, &later.req);
+	assert_int_equal(range_lock_async_cancel(&tree, &a.a), -EALREADY);
+	assert_true(all_free(&tree, 0, 15, 2));
+
+	/* Withdrawn with a part granted: every part leaves. */
+	range_write_lock(&tree, &h1);
+	range_write_lock(&tree, &h3);
+	async_rec_init(&a, &tree, 0, 15, reader, false);
+	assert_int_equal(async_submit(&a), -EINPROGRESS);
+	range_write_unlock(&tree, &h1);
+	assert_int_equal(dump_count(&tree, "waiting"), 1);
+	assert_int_equal(range_lock_async_cancel(&tree, &a.a), 0);
+	assert_int_equal(dump_count(&tree, "span part"), 0);
+	assert_true(all_free(&tree, 0, 12, 2));
+	assert_false(all_free(&tree, 13, 13, 2));
+	range_write_unlock(&tree, &h3);
+	assert_int_equal(atomic_load(&a.calls), 0);
+	assert_true(all_free(&tree, 0, 15, 2));
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+	assert_int_equal(st.gave_up_cancel, 1);
+	assert_int_equal(st.waiting_now, 0);
+	assert_int_equal(st.held_now, 0);
+
+	/* Held at once: no completion; a cancel says so. */
+	async_rec_init(&a, &tree, 2, 9, reader, false);
+	assert_int_equal(async_submit(&a), 0);
+	assert_int_equal(range_lock_async_cancel(&tree, &a.a), -EALREADY);
+	assert_false(all_free(&tree, 9, 9, 2));
+	async_unlock(&a);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	assert_int_equal(atomic_load(&a.calls), 0);
+}
+
+static void test_async_spanning(void **state)
+{
+	(void)state;
+	watchdog(60);
+	async_spanning(false, false);
+	async_spanning(false, true);
+	async_spanning(true, false);
+	async_spanning(true, true);
+}
+
+/*
+ * A cancel racing the grant of the last part: exactly one of "withdrawn,
+ * never completed" and "-EALREADY, completed once with 0" -- with a
+ * completion that unlocks the request itself at once, so that a cancel
+ * that lost must not touch what the unlock freed (ASan).  Afterwards the
+ * whole range is free and the tree can be destroyed: no part left behind
+ * (and no span leaked: LeakSanitizer).  Both outcomes must occur.
+ */
+struct race_releaser {
+	struct range_lock_tree *tree;
+	struct range_lock h3;
+	atomic_int ready, go;
+	int spin;
+};
+
+static void spin(int n)
+{
+	for (volatile int i = 0; i < n; i++)
+		;
+}
+
+static void *race_release(void *arg)
+{
+	struct race_releaser *r = arg;
+
+	atomic_store(&r->ready, 1);
+	while (!atomic_load(&r->go))
+		;
+	spin(r->spin);
+	range_write_unlock(r->tree, &r->h3); /* grants the last part */
+	return NULL;
+}
+
+static void test_async_cancel_races_grant(void **state)
+{
+	int withdrawn = 0, completed = 0, delay = 0;
 
 	(void)state;
-	/* Submitted (held at once) before the tree got segments, unlocked:
-	 * a late cancel says it is not queued. */
-	range_lock_tree_init(&tree);
-	assert_int_equal(range_lock_async_init(&req, 0, 3, async_done, NULL), 0);
-	assert_int_equal(range_write_lock_async(&tree, &req), 0);
-	range_write_unlock(&tree, &req.lock);
-	assert_int_equal(range_lock_tree_set_segments(&tree, 2, 2), 0);
-	assert_int_equal(range_lock_async_cancel(&tree, &req), -EALREADY);
-	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	watchdog(120);
+	/* The cancel's head start adapts to the build's speed (sanitizers,
+	 * load): longer after a withdrawal, shorter after a completion, so
+	 * that both outcomes keep coming. */
+	for (int round = 0; round < 2000; round++) {
+		struct range_lock_tree tree;
+		struct race_releaser r;
+		struct range_lock h1;
+		struct async_rec a;
+		pthread_t t;
+		int ret;
 
-	seg_tree(&tree, 2, 2, false);
-	async_tree = &tree;
-	assert_int_equal(range_lock_async_init(&req, 0, 3, async_done, NULL), 0);
-	assert_int_equal(range_write_lock_async(&tree, &req), -ENOTSUP);
-	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+		seg_tree(&tree, 4, 2, round & 1);
+		r.tree = &tree;
+		atomic_init(&r.ready, 0);
+		atomic_init(&r.go, 0);
+		r.spin = (round >> 2) % 4 * 16;
+		range_lock_init(&h1, 1, 1);     /* segment 0 */
+		range_lock_init(&r.h3, 13, 13); /* segment 3 */
+		range_write_lock(&tree, &h1);
+		range_write_lock(&tree, &r.h3);
+		async_rec_init(&a, &tree, 0, 15, round & 2, true);
+		assert_int_equal(async_submit(&a), -EINPROGRESS);
+		range_write_unlock(&tree, &h1); /* the first part is granted */
+		assert_int_equal(pthread_create(&t, NULL, race_release, &r), 0);
+		while (!atomic_load(&r.ready))
+			;
+		atomic_store(&r.go, 1);
+		spin(delay);
+		ret = range_lock_async_cancel(&tree, &a.a);
+		pthread_join(t, NULL);
+		delay = ret == 0 ? delay + delay / 4 + 16 : delay - delay / 4;
+		if (ret == 0) {
+			withdrawn++;
+			assert_int_equal(atomic_load(&a.calls), 0);
+		} else {
+			assert_int_equal(ret, -EALREADY);
+			completed++;
+			/* On the releasing thread, before its unlock returned. */
+			assert_int_equal(atomic_load(&a.calls), 1);
+			assert_int_equal(atomic_load(&a.status), 0);
+		}
+		assert_true(all_free(&tree, 0, 15, 2));
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+	print_message("cancel vs grant: %d withdrawn, %d completed\n", withdrawn, completed);
+	assert_true(withdrawn > 0);
+	assert_true(completed > 0);
 }
 
 /* ---- misuse ----------------------------------------------------------- */
@@ -1162,7 +1428,9 @@ int main(void)
 		cmocka_unit_test(test_shrink_wrapping),
 		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_stats_count_spans_once),
-		cmocka_unit_test(test_async_refused),
+		cmocka_unit_test(test_async_one_stripe),
+		cmocka_unit_test(test_async_spanning),
+		cmocka_unit_test(test_async_cancel_races_grant),
 		cmocka_unit_test(test_misuse_aborts),
 #endif
 	};
