@@ -253,6 +253,7 @@ static int lock_async(const char *call, struct range_lock_tree *tree,
 		if (file_range_bad(call, tree, &req->lock, true))
 			return -EINVAL;
 	}
+	req->reserved_[0] = req->reserved_[1] = 0; /* (segments.c's, if any) */
 	r = rl_lock_async_in(call, tree, tree, req, reader);
 	if (r == 0 && __builtin_expect(file_of(tree) != NULL, 0) &&
 	    rl_file_acquire(call, tree, &req->lock, reader, NULL, RL_FILE_TRY))
@@ -277,7 +278,8 @@ static int rl_async_file_grant(struct range_lock_async *req)
 	struct range_lock_tree *tree = req->tree_;
 	struct range_lock *lock = &req->lock;
 
-	if (__builtin_expect(file_of(tree) == NULL, 1) || is_segments(file_of(tree)))
+	/* (A part of a spanning request has no tree_: segments.c.) */
+	if (__builtin_expect(!tree || file_of(tree) == NULL, 1) || is_segments(file_of(tree)))
 		return 0;
 	return rl_file_acquire(is_reader(lock) ? "range_read_lock_async"
 					    : "range_write_lock_async",

@@ -128,6 +128,7 @@ struct span {
 	bool reader;
 	int counted;                  /* SPAN_*: under part[0]'s segment lock */
 	uint64_t wait_start_ns;       /* its wait, if statistics were on */
+	bool in_set;                  /* a member of a set (SETS below) */
 	/* An asynchronous spanning request (ASYNCHRONOUS below): */
 	struct range_lock_async *user; /* the user's request; NULL if not */
 	_Atomic uint32_t astate;      /* SA_*: due completions | flags */
@@ -144,6 +145,13 @@ struct span {
 #define SA_HELD        (1u << 29)  /* every part granted: the request holds */
 #define SA_CANCELLED   (1u << 30)  /* withdrawn: no completion of the user's */
 #define SA_CANCEL_DONE (1u << 31)  /* the withdrawal is done with the span */
+
+/* A request submitted asynchronously to a segmented tree keeps, in its
+ * private words: reserved_[1], its first segment + 1 | SEG_ASYNC_SPANNING
+ * for a spanning one (set at submission); reserved_[0], SEG_ASYNC_QUEUED
+ * while a spanning one is queued (cleared under that segment's lock). */
+#define SEG_ASYNC_SPANNING (1u << 31)
+#define SEG_ASYNC_QUEUED   1u
 
 #define SEG_INDEX_SHIFT 4
 #define SEG_INDEX_MASK 0x1ffu
@@ -425,6 +433,7 @@ static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lo
 	sp->owner = lock;
 	sp->n = n;
 	sp->reader = reader;
+	sp->in_set = false;
 	sp->user = NULL;
 	atomic_init(&sp->astate, 0);
 	for (unsigned i = 0; i < n; i++) {
@@ -466,7 +475,9 @@ static void span_count(struct span *sp, struct range_lock_tree *t0, int to, int 
 			rl_stat_granted(st, sp->reader, true);
 		} else {
 			STAT_ADD(st, waiting_now, -1);
-			if (why == -EINTR)
+			if (sp->in_set)
+				; /* the set counts its give-up once (set_abandon()) */
+			else if (why == -EINTR)
 				STAT_ADD(st, gave_up_signal, 1);
 			else if (why == -ETIMEDOUT)
 				STAT_ADD(st, gave_up_timeout, 1);
@@ -569,7 +580,7 @@ static int span_enter(const char *call, struct span *sp,
 	struct rl_segments *s = segments_of(sp->top);
 	uint32_t blockers[RL_SEG_MAX];
 	struct range_lock_stats *st;
-	bool reader = sp->reader;
+	bool reader = sp->reader, async = sp->user != NULL;
 	struct entry_scan scan;
 	uint64_t seq = 0;
 	int waiting = 0;
@@ -627,18 +638,22 @@ static int span_enter(const char *call, struct span *sp,
 	} else if (st) {
 		rl_stat_granted(st, reader, false);
 	}
-	if (sp->user) {
+	if (async) {
 		/* Before the parts can be granted: their completions read
 		 * these (they take a segment's lock after us). */
 		sp->user->lock.seqnum = seq;
 		atomic_store_explicit(&sp->astate, waiting ? (uint32_t)waiting : SA_HELD,
 				      memory_order_relaxed);
+		if (!waiting)
+			sp->user->reserved_[0] = 0; /* held at submission */
 		if (st && waiting)
 			sp->wait_start_ns = rl_now_ns();
 	}
 	for (unsigned i = sp->n; i-- > 0;)
 		tree_unlock(part_tree(s, PART(sp, i)));
-	if (st && waiting && !sp->user)
+	/* (Not an asynchronous span's: once the locks are dropped, its
+	 * completion may run, unlock it and free the span.) */
+	if (st && waiting && !async)
 		sp->wait_start_ns = rl_now_ns();
 	return waiting;
 }
@@ -770,13 +785,17 @@ static int span_lock(const char *call, struct range_lock_tree *tree,
  *     with SA_CANCEL_DONE frees it.  So after a withdrawal nothing
  *     touches the user's request or the tree (which the user may free or
  *     destroy), and the span is freed exactly once.
- * The cancel finds the span through the user's request, read under the
- * first part's segment lock: an unlock clears it under that lock as the
- * first part leaves (span_leave()), so a cancel racing the completion that
- * unlocks the request never follows it to a freed span.  (A cancel must
- * not race a shrink or downgrade of the request, which only its holder
- * makes after the completion: as on any tree, the request is the user's
- * again only once the completion has run.)
+ * The cancel reads nothing the holder may change once the completion
+ * runs (it may unlock, relock, shrink or downgrade the request): the
+ * submission records in the request's private words its first segment
+ * (reserved_[1], SEG_ASYNC_*: constant) and that it is queued
+ * (reserved_[0] = SEG_ASYNC_QUEUED), which span_async_held() clears under
+ * that segment's lock before it calls the completion.  The cancel reads
+ * it under the same lock; only while it is set does it follow rb_left to
+ * the span (alive then: nobody holds the request, so nobody frees it).
+ * The parts' own completions never touch a tree (their tree_ is NULL, so
+ * rl_async_run() asks no file for them): after a withdrawal the user may
+ * destroy the tree while a late part completion is still queued.
  *
  * Giving up is a cancellation's: every part leaves, each under its own
  * segment's lock, ascending -- the form span_abandon() has and the model
@@ -789,6 +808,7 @@ static void span_async_held(struct span *sp)
 
 	tree_lock(t0);
 	span_count(sp, t0, SPAN_HELD, 0);
+	req->reserved_[0] = 0; /* not queued: a cancel now says -EALREADY */
 	tree_unlock(t0);
 	/* After this, @req and the span belong to the completion (which may
 	 * unlock it: the span is freed then). */
@@ -830,8 +850,13 @@ static int span_lock_async(const char *call, struct range_lock_tree *tree,
 	for (unsigned i = 0; i < n; i++) {
 		sp->part[i].done = span_part_done;
 		sp->part[i].arg = sp;
-		sp->part[i].tree_ = part_tree(s, PART(sp, i));
+		sp->part[i].tree_ = NULL; /* (no file to ask: rl_async_run()) */
 	}
+	/* For the cancel (ASYNCHRONOUS): queued until span_async_held()
+	 * (span_enter() clears it if the request is held at once). */
+	req->reserved_[1] = SEG_ASYNC_SPANNING |
+			    (rl_seg_part(s, lock->start, lock->last, 0).seg + 1);
+	req->reserved_[0] = SEG_ASYNC_QUEUED;
 	/* A spanning hold from the start (its completion may run on another
 	 * thread as soon as span_enter() drops the locks, and unlock it). */
 	lock->rb_left = (struct range_lock *)(void *)sp;
@@ -849,41 +874,44 @@ int rl_seg_lock_async(const char *call, struct range_lock_tree *tree,
 	struct range_lock *lock = &req->lock;
 	unsigned n = rl_seg_parts(s, lock->start, lock->last);
 
-	if (n == 1) /* a request of its segment, as on any tree */
-		return rl_lock_async_in(call, rl_seg_tree(s, rl_seg_part(s, lock->start,
-									 lock->last, 0).seg),
-					tree, req, reader);
+	if (n == 1) { /* a request of its segment, as on any tree */
+		unsigned g = rl_seg_part(s, lock->start, lock->last, 0).seg;
+
+		req->reserved_[1] = g + 1; /* the cancel's segment */
+		req->reserved_[0] = 0;
+		return rl_lock_async_in(call, rl_seg_tree(s, g), tree, req, reader);
+	}
 	check_args(call, tree, lock);
 	if (is_linked(lock))
 		rl_die(call, lock, ALREADY_IN_TREE);
 	return span_lock_async(call, tree, req, reader, n);
 }
 
-static int seg_async_cancel(struct range_lock_tree *tree, struct range_lock_async *req)
+static int seg_async_cancel(struct range_lock_tree *t0, struct range_lock_async *req)
 {
-	struct rl_segments *s = segments_of(tree);
-	struct range_lock *lock = &req->lock;
-	struct range_lock_tree *t0 = rl_seg_tree(s, rl_seg_part(s, lock->start, lock->last, 0).seg);
+	struct rl_segments *s;
 	unsigned withdrawn = 0;
 	struct span *sp;
 	uint32_t old;
 
 	tree_lock(t0);
-	sp = (struct span *)(void *)lock->rb_left;
-	if (!is_linked(lock) || !sp) {
+	if (!(req->reserved_[0] & SEG_ASYNC_QUEUED)) {
 		tree_unlock(t0);
-		return -EALREADY; /* held, and unlocked since */
+		return -EALREADY; /* held: at submission, or its completion runs */
 	}
+	sp = (struct span *)(void *)req->lock.rb_left; /* queued: unchanged */
 	old = atomic_load_explicit(&sp->astate, memory_order_relaxed);
 	do {
-		if (old & SA_HELD) {
+		if (old & SA_HELD) { /* span_async_held() waits for t0 */
 			tree_unlock(t0);
-			return -EALREADY; /* its completion runs (or ran) */
+			return -EALREADY;
 		}
 	} while (!atomic_compare_exchange_weak_explicit(&sp->astate, &old, old | SA_CANCELLED,
 							memory_order_acq_rel,
 							memory_order_relaxed));
+	req->reserved_[0] = 0;
 	tree_unlock(t0);
+	s = segments_of(sp->top);
 	for (unsigned i = 0; i < sp->n; i++)
 		withdrawn += span_leave(part_tree(s, PART(sp, i)), sp, PART(sp, i), -ECANCELED);
 	req->tree_ = NULL; /* yours again */
@@ -900,12 +928,15 @@ static int seg_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 int rl_seg_async_cancel(struct range_lock_tree *tree, struct range_lock_async *req)
 {
 	struct rl_segments *s = segments_of(tree);
-	struct range_lock *lock = &req->lock;
+	uint32_t where = req->reserved_[1]; /* constant since the submission */
+	struct range_lock_tree *t;
 
-	if (rl_seg_parts(s, lock->start, lock->last) == 1)
-		return rl_async_cancel_in(rl_seg_tree(s, rl_seg_part(s, lock->start,
-								     lock->last, 0).seg), req);
-	return seg_async_cancel(tree, req);
+	/* Not submitted since the tree got (these) segments: held and
+	 * unlocked, nothing is queued. */
+	if (!(where & ~SEG_ASYNC_SPANNING) || (where & ~SEG_ASYNC_SPANNING) > 1u << s->log2n)
+		return -EALREADY;
+	t = rl_seg_tree(s, (where & ~SEG_ASYNC_SPANNING) - 1);
+	return where & SEG_ASYNC_SPANNING ? seg_async_cancel(t, req) : rl_async_cancel_in(t, req);
 }
 
 /* ---- the calls' dispatch ---------------------------------------------- */

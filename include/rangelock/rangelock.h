@@ -1201,9 +1201,7 @@ RANGELOCK_API int range_write_lock_async(struct range_lock_tree *tree,
  *
  * On a tree with segments, a spanning request is withdrawn from every
  * segment at once, the parts already granted included: it is withdrawn
- * unless its last part was granted.  Do not call it while another thread
- * shrinks or downgrades @req (which only its holder can do, after the
- * completion).
+ * unless its last part was granted.
  *
  * Return: 0 when withdrawn; -EALREADY when @req was not queued any more: it
  * was granted -- its completion has run, is running or is about to run on

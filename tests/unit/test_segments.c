@@ -1262,6 +1262,107 @@ static void test_async_spanning(void **state)
 }
 
 /*
+ * A cancel after the completion relocked the request (unlocked it and
+ * took it again, synchronously): -EALREADY, and the new hold stays.  A
+ * cancel never follows the request's links once it is held (they may be
+ * a new hold's, or a tree's after a shrink to one stripe).
+ */
+static struct range_lock_tree *relock_tree;
+static void relock_done(struct range_lock_async *req, int status)
+{
+	struct async_rec *q = (struct async_rec *)req;
+
+	atomic_store(&q->status, status);
+	range_write_unlock(relock_tree, &req->lock);
+	if (!range_write_trylock(relock_tree, &req->lock))
+		atomic_store(&q->status, -1000);
+	atomic_fetch_add(&q->calls, 1);
+}
+
+static void test_async_cancel_after_relock(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock h;
+	struct async_rec a;
+
+	(void)state;
+	seg_tree(&tree, 4, 2, false);
+	relock_tree = &tree;
+	range_lock_init(&h, 5, 5);                      /* segment 1 */
+	range_write_lock(&tree, &h);
+	async_rec_init(&a, &tree, 0, 15, false, false); /* all four */
+	a.a.done = relock_done;
+	assert_int_equal(async_submit(&a), -EINPROGRESS);
+	range_write_unlock(&tree, &h);
+	assert_int_equal(atomic_load(&a.calls), 1);
+	assert_int_equal(atomic_load(&a.status), 0);
+	assert_int_equal(range_lock_async_cancel(&tree, &a.a), -EALREADY);
+	assert_false(all_free(&tree, 9, 9, 2));
+	/* Shrunk to one stripe: the request is a node of segment 2 now. */
+	assert_int_equal(range_lock_shrink(&tree, &a.a.lock, 8, 9), 0);
+	assert_int_equal(range_lock_async_cancel(&tree, &a.a), -EALREADY);
+	range_write_unlock(&tree, &a.a.lock);
+	assert_true(all_free(&tree, 0, 15, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
+	/* A request submitted before the tree got segments, held at once
+	 * and unlocked: a late cancel says it is not queued. */
+	range_lock_tree_init(&tree);
+	async_rec_init(&a, &tree, 0, 3, false, false);
+	assert_int_equal(async_submit(&a), 0);
+	async_unlock(&a);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 2, 2), 0);
+	assert_int_equal(range_lock_async_cancel(&tree, &a.a), -EALREADY);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/*
+ * After a withdrawal the user may destroy the tree at once, while the
+ * completion of a part granted just before is still queued (behind the
+ * completion that runs all this, on the same thread): that part's
+ * completion must touch neither the tree nor the request (ASan).
+ */
+static struct range_lock_tree chain_other, *chain_seg;
+static struct range_lock chain_y;
+static struct async_rec chain_s;
+static int chain_cancel = 1, chain_destroy = 1;
+static void chain_done(struct range_lock_async *req, int status)
+{
+	(void)status;
+	range_write_unlock(chain_seg, &chain_y); /* grants a part of chain_s */
+	chain_cancel = range_lock_async_cancel(chain_seg, &chain_s.a);
+	chain_destroy = range_lock_tree_destroy(chain_seg);
+	free(chain_seg);
+	chain_seg = NULL;
+	range_write_unlock(&chain_other, &req->lock);
+}
+
+static void test_async_cancel_then_destroy(void **state)
+{
+	struct range_lock x;
+	struct range_lock_async r;
+
+	(void)state;
+	chain_seg = calloc(1, sizeof(*chain_seg));
+	assert_non_null(chain_seg);
+	seg_tree(chain_seg, 2, 4, false);
+	range_lock_tree_init(&chain_other);
+	range_lock_init(&chain_y, 16, 31);               /* segment 1 */
+	range_write_lock(chain_seg, &chain_y);
+	async_rec_init(&chain_s, chain_seg, 0, 31, false, false); /* both */
+	assert_int_equal(async_submit(&chain_s), -EINPROGRESS);
+	range_lock_init(&x, 0, 10);
+	range_write_lock(&chain_other, &x);
+	assert_int_equal(range_lock_async_init(&r, 0, 10, chain_done, NULL), 0);
+	assert_int_equal(range_write_lock_async(&chain_other, &r), -EINPROGRESS);
+	range_write_unlock(&chain_other, &x); /* runs chain_done, then the part's */
+	assert_int_equal(chain_cancel, 0);
+	assert_int_equal(chain_destroy, 0);
+	assert_int_equal(atomic_load(&chain_s.calls), 0);
+	assert_int_equal(range_lock_tree_destroy(&chain_other), 0);
+}
+
+/*
  * A cancel racing the grant of the last part: exactly one of "withdrawn,
  * never completed" and "-EALREADY, completed once with 0" -- with a
  * completion that unlocks the request itself at once, so that a cancel
@@ -1431,6 +1532,8 @@ int main(void)
 		cmocka_unit_test(test_async_one_stripe),
 		cmocka_unit_test(test_async_spanning),
 		cmocka_unit_test(test_async_cancel_races_grant),
+		cmocka_unit_test(test_async_cancel_after_relock),
+		cmocka_unit_test(test_async_cancel_then_destroy),
 		cmocka_unit_test(test_misuse_aborts),
 #endif
 	};
