@@ -168,6 +168,18 @@ RL_HIDDEN int rl_span_counted(const struct range_lock *first);
 RL_HIDDEN void rl_span_withdrawn(struct range_lock_tree *t0, struct range_lock *first, int why);
 /* The checking mode's name of a tree: a segment's is its user's tree. */
 RL_HIDDEN const struct range_lock_tree *rl_seg_user_tree(const struct range_lock_tree *tree);
+/* Sets on a segmented tree (sets.c dispatches here, once check_items()
+ * has passed): the one segment all members lie in, if any (the set is
+ * then a set of that segment's tree), else one spanning arrival of them
+ * all (0, -EBUSY for a trylock, -EINTR, -ETIMEDOUT, -EINVAL, -ENOMEM). */
+RL_HIDDEN struct range_lock_tree *rl_seg_set_tree(struct range_lock_tree *tree,
+						  const struct range_lock_item *items,
+						  unsigned n);
+RL_HIDDEN int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
+			       const struct range_lock_item *items, unsigned n,
+			       struct waiter *w, void *site);
+RL_HIDDEN void rl_seg_unlock_many(struct range_lock_tree *tree,
+				  const struct range_lock_item *items, unsigned n);
 /* Asynchronous requests on a segmented tree (async.c dispatches here). */
 RL_HIDDEN int rl_seg_lock_async(const char *call, struct range_lock_tree *tree,
 				struct range_lock_async *req, bool reader);

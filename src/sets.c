@@ -221,10 +221,17 @@ static int lock_many_two_levels(const char *call, struct range_lock_tree *tree,
 	int r;
 
 	if (tree && file_of(tree)) {
-		if (is_segments(file_of(tree))) { /* not on a tree with segments yet */
-			if (w && w->kind == WAIT_PLAIN)
-				rl_seg_unsupported(call); /* void: cannot say */
-			return -ENOTSUP;
+		if (is_segments(file_of(tree))) {
+			struct range_lock_tree *t;
+
+			check_items(call, tree, items, n);
+			if (!n)
+				return 0;
+			/* All in one segment: a set of its tree; else one
+			 * arrival across segments (segments.c). */
+			t = rl_seg_set_tree(tree, items, n);
+			return t ? lock_many_common(call, t, items, n, w, site)
+				 : rl_seg_lock_many(call, tree, items, n, w, site);
 		}
 		check_items(call, tree, items, n);
 		check_items_file(call, items, n);
@@ -278,7 +285,8 @@ int range_lock_many_try(struct range_lock_tree *tree, const struct range_lock_it
 {
 	int r = lock_many_two_levels("range_lock_many_try", tree, items, n, NULL, CALLER);
 
-	return r == -ENOTSUP ? r : r == 0;
+	/* Busy: -EBUSY here, -EAGAIN from a bound tree's second level. */
+	return r == 0 ? 1 : r == -ENOMEM ? r : 0; /* (-ENOMEM: segments) */
 }
 
 /* Unlock at the local level only, with one hold of tree_lock for all.
@@ -329,8 +337,10 @@ void range_unlock_many(struct range_lock_tree *tree, const struct range_lock_ite
 		rl_die("range_unlock_many", NULL, "NULL tree or set");
 	f = file_of(tree);
 	if (__builtin_expect(f != NULL, 0)) {
-		if (is_segments(f)) /* no set is ever held there */
-			rl_seg_unsupported("range_unlock_many");
+		if (is_segments(f)) {
+			rl_seg_unlock_many(tree, items, n);
+			return;
+		}
 		/* Before the local unlock: see file_release(). */
 		for (unsigned i = 0; i < n; i++)
 			if (items[i].lock)

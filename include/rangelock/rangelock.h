@@ -129,7 +129,8 @@
  *      tree with statistics enabled.
  *     -ENOMEM: range_lock_tree_set_segments(), and on a tree with
  *      segments the lock calls that can fail and the asynchronous
- *      submissions, for a range that spans segments.
+ *      submissions, for a range that spans segments, and the set calls
+ *      that can fail, for a set over several segments.
  *  - Misuse that the void calls cannot report (unlocking a request that is
  *    not held in this tree, unlocking with the wrong mode, downgrading a read
  *    lock, locking a request that is already in a tree, any call on a
@@ -557,13 +558,15 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * as documented.  Statistics see the whole tree and count a spanning
  * request once; enable them after the segments
  * (range_lock_tree_enable_stats() says how they are kept).  Asynchronous
- * requests work too (range_read_lock_async() says how a spanning one is
- * granted).  Not supported yet: sets (range_lock_many() and
- * range_unlock_many() abort with a message, the other forms return
- * -ENOTSUP), grow (-ENOTSUP, range_lock_grow_try() included) and binding
- * to a file (range_lock_tree_set_file(): -ENOTSUP).  A spanning lock call
- * that cannot allocate its parts returns -ENOMEM (the plain and trylock
- * calls abort with a message).
+ * requests (range_read_lock_async() says how a spanning one is granted)
+ * and sets work too (range_lock_many(): a set within one segment is a set
+ * of that segment; any other set enters every segment of every request as
+ * one arrival, never overtakes, and is never overtaken in the default
+ * policy).  Not supported yet: grow (-ENOTSUP, range_lock_grow_try()
+ * included) and binding to a file (range_lock_tree_set_file():
+ * -ENOTSUP).  A spanning lock call that cannot allocate its parts returns
+ * -ENOMEM (the plain and trylock calls abort with a message); so does a
+ * set over several segments, which allocates for every request.
  *
  * Return: 0; -EINVAL for a bad @segments or @stripe_shift; -EBUSY if the
  * tree is not empty (nothing is changed); -ENOTSUP if it is bound to a
@@ -853,8 +856,15 @@ struct range_lock_item {
  * range_lock_tree_set_file()), all or nothing as well, without holding one
  * process's OFD lock while waiting for another's; there the ranges of one
  * call must not overlap unless both are reads (abort: the kernel has one
- * owner for all of them).  Aborts, as for single requests, on a NULL tree
- * or request, a request already in a tree, or one listed twice.
+ * owner for all of them).  On a tree with segments
+ * (range_lock_tree_set_segments()), a set whose requests all lie in one
+ * segment is a set of that segment, as above; any other set enters every
+ * segment of every request as one arrival, all at one place in the order
+ * (no cycle among set calls either), never overtakes and, in the default
+ * policy, is never overtaken, as a spanning request; it allocates its
+ * requests' parts (out of memory: the void call aborts with a message,
+ * the others return -ENOMEM).  Aborts, as for single requests, on a NULL
+ * tree or request, a request already in a tree, or one listed twice.
  *
  * Since: 0.3
  */
@@ -904,7 +914,7 @@ RANGELOCK_API int range_lock_many_timed(struct range_lock_tree *tree,
  * range_lock_many() would return without waiting).
  *
  * Return: 1 when every range is held, 0 otherwise (nothing is left in the
- * tree).
+ * tree); -ENOMEM (tree with segments, see range_lock_many()).
  *
  * Since: 0.3
  */

@@ -2724,10 +2724,9 @@ static void parse_options(int argc, char **argv)
 		bad_option("cancel-ms", "0");
 	if (opt.base > UINT64_MAX - (opt.pool - 1))
 		bad_option("base", "(base + pool - 1 must fit in 64 bits)");
-	if (opt.seg_n && (!type_is_range() || opt.many_share > 0 || opt.expect_fast_reads)) {
+	if (opt.seg_n && (!type_is_range() || opt.expect_fast_reads)) {
 		fprintf(stderr, "rangelock-torture: --segments needs a range type, "
-			"without --many or --expect-fast-reads "
-			"(not supported on a tree with segments)\n");
+			"without --expect-fast-reads\n");
 		exit(2);
 	}
 	if (opt.storm < 0)
