@@ -211,8 +211,9 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
  * whose segment @tree is: segments.c), which range_lock_async_cancel()
  * will be given.
  */
-int rl_lock_async_in(const char *call, struct range_lock_tree *tree,
-		     struct range_lock_tree *top, struct range_lock_async *req, bool reader)
+static inline __attribute__((always_inline)) int
+lock_async_local(const char *call, struct range_lock_tree *tree,
+		 struct range_lock_tree *top, struct range_lock_async *req, bool reader)
 {
 	struct range_lock *lock = &req->lock;
 	struct entry_scan scan;
@@ -237,6 +238,13 @@ int rl_lock_async_in(const char *call, struct range_lock_tree *tree,
 	return blockers ? -EINPROGRESS : 0;
 }
 
+/* The same for a segment's tree (segments.c); out of line. */
+int rl_lock_async_in(const char *call, struct range_lock_tree *tree,
+		     struct range_lock_tree *top, struct range_lock_async *req, bool reader)
+{
+	return lock_async_local(call, tree, top, req, reader);
+}
+
 static int lock_async(const char *call, struct range_lock_tree *tree,
 		      struct range_lock_async *req, bool reader)
 {
@@ -253,8 +261,7 @@ static int lock_async(const char *call, struct range_lock_tree *tree,
 		if (file_range_bad(call, tree, &req->lock, true))
 			return -EINVAL;
 	}
-	req->reserved_[0] = req->reserved_[1] = 0; /* (segments.c's, if any) */
-	r = rl_lock_async_in(call, tree, tree, req, reader);
+	r = lock_async_local(call, tree, tree, req, reader);
 	if (r == 0 && __builtin_expect(file_of(tree) != NULL, 0) &&
 	    rl_file_acquire(call, tree, &req->lock, reader, NULL, RL_FILE_TRY))
 		return -EAGAIN; /* another process holds bytes of it: let go */

@@ -51,9 +51,12 @@ static void check_items_file(const char *call, const struct range_lock_item *ite
 	}
 }
 
-static int lock_many_common(const char *call, struct range_lock_tree *tree,
-			    const struct range_lock_item *items, unsigned n,
-			    struct waiter *w, void *site)
+/* Inlined in both callers: out of line, a set on a plain tree cost 26
+ * instructions more per lock + unlock pair (Callgrind, many-w 702 -> 728). */
+static inline __attribute__((always_inline)) int
+lock_many_common(const char *call, struct range_lock_tree *tree,
+		 const struct range_lock_item *items, unsigned n,
+		 struct waiter *w, void *site)
 {
 	struct range_lock_stats *st;
 	bool writer = false, held;
@@ -208,6 +211,23 @@ static int file_acquire_many(const char *call, struct range_lock_tree *tree,
 	return r;
 }
 
+/* A set on a tree with segments: all in one segment, a set of its tree;
+ * else one arrival across segments (segments.c). */
+static __attribute__((noinline)) int
+lock_many_segments(const char *call, struct range_lock_tree *tree,
+		   const struct range_lock_item *items, unsigned n, struct waiter *w,
+		   void *site)
+{
+	struct range_lock_tree *t;
+
+	check_items(call, tree, items, n);
+	if (!n)
+		return 0;
+	t = rl_seg_set_tree(tree, items, n);
+	return t ? lock_many_common(call, t, items, n, w, site)
+		 : rl_seg_lock_many(call, tree, items, n, w, site);
+}
+
 static int lock_many_two_levels(const char *call, struct range_lock_tree *tree,
 				const struct range_lock_item *items, unsigned n,
 				struct waiter *w, void *site)
@@ -221,18 +241,8 @@ static int lock_many_two_levels(const char *call, struct range_lock_tree *tree,
 	int r;
 
 	if (tree && file_of(tree)) {
-		if (is_segments(file_of(tree))) {
-			struct range_lock_tree *t;
-
-			check_items(call, tree, items, n);
-			if (!n)
-				return 0;
-			/* All in one segment: a set of its tree; else one
-			 * arrival across segments (segments.c). */
-			t = rl_seg_set_tree(tree, items, n);
-			return t ? lock_many_common(call, t, items, n, w, site)
-				 : rl_seg_lock_many(call, tree, items, n, w, site);
-		}
+		if (is_segments(file_of(tree)))
+			return lock_many_segments(call, tree, items, n, w, site);
 		check_items(call, tree, items, n);
 		check_items_file(call, items, n);
 	}
