@@ -128,6 +128,7 @@ static struct options {
 	double xunlock_share;      /* percent of holds unlocked by another thread */
 	bool expect_fast_reads;    /* fail if no read hold was a fast one */
 	bool expect_word_mode;     /* fail if no word sleeper was ever seen */
+	bool stats_reader;         /* a helper reads the statistics all along */
 	double many_share;         /* percent of operations that lock a set */
 	double async_share;        /* percent of operations that submit asynchronously */
 	double grow_share;         /* percent of operations that grow/shrink */
@@ -1895,6 +1896,55 @@ static void *word_monitor_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * --stats-reader: a helper calls range_lock_tree_get_stats() about every
+ * 100 us while the workers run, and checks each reading on its own and
+ * against the one before: every counter and peak only grows (no reset
+ * happens during a run), held_now and waiting_now stay within what the
+ * threads can hold or wait for at once (MR_MAX requests each: a set), and
+ * each peak is at least its current value.  A reading is a snapshot (on a
+ * segmented tree, taken under every segment's lock), so a request that
+ * moves between segments (a shrink, a set's member taking its part's
+ * place) or is counted in two steps must never show twice, or not at all.
+ */
+static atomic_bool sr_stop;
+static _Atomic uint64_t sr_reads;
+
+static void *stats_reader_thread(void *arg)
+{
+	struct range_lock_stats prev, cur;
+	const size_t nf = sizeof(cur) / sizeof(uint64_t);
+	const size_t held_i = offsetof(struct range_lock_stats, held_now) / sizeof(uint64_t);
+	const size_t waiting_i = offsetof(struct range_lock_stats, waiting_now) / sizeof(uint64_t);
+	const uint64_t bound = (uint64_t)nr_slots * MR_MAX;
+	bool have_prev = false;
+
+	(void)arg;
+	while (!atomic_load(&sr_stop)) {
+		if (range_lock_tree_get_stats(&tree, &cur) == 0) {
+			const uint64_t *c = (const uint64_t *)&cur, *p = (const uint64_t *)&prev;
+
+			INC(sr_reads);
+			if (cur.held_now > bound || cur.waiting_now > bound)
+				error("--stats-reader: held_now=%" PRIu64 " waiting_now=%" PRIu64
+				      " with %d threads of at most %d requests each", cur.held_now,
+				      cur.waiting_now, nr_slots, MR_MAX);
+			if (cur.held_peak < cur.held_now || cur.waiting_peak < cur.waiting_now)
+				error("--stats-reader: a peak below its current value (held %"
+				      PRIu64 "/%" PRIu64 ", waiting %" PRIu64 "/%" PRIu64 ")",
+				      cur.held_now, cur.held_peak, cur.waiting_now, cur.waiting_peak);
+			for (size_t i = 0; have_prev && i < nf; i++)
+				if (i != held_i && i != waiting_i && c[i] < p[i])
+					error("--stats-reader: counter %zu of struct range_lock_stats"
+					      " fell from %" PRIu64 " to %" PRIu64, i, p[i], c[i]);
+			prev = cur;
+			have_prev = true;
+		}
+		sleep_ns(100000);
+	}
+	return NULL;
+}
+
 /* Calls that should have slept on the word needed to judge a run.  A
  * chance counts only while no call took the tree path (word_chance()), so
  * nearly every chance sleeps (the writers-only mixes: about one hold after
@@ -2373,6 +2423,9 @@ static void usage(FILE *f)
 "                      calls met a conflicting word holder and waited, but\n"
 "                      none was seen sleeping on the word (word mode needs\n"
 "                      --stats=off or mid, and no checking mode)\n"
+"  --stats-reader      a helper reads the statistics every 100 us during the\n"
+"                      run: counters only grow, peaks cover the current\n"
+"                      values, held/waiting stay within the threads' reach\n"
 "  --help\n"
 "environment: RANGELOCK_TORTURE_DURATION_SCALE=F multiplies --duration by F\n"
 "  (0 < F <= 100; the test command's sanitizer and other-platform stages\n"
@@ -2459,7 +2512,7 @@ static void parse_options(int argc, char **argv)
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
 		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST, O_EXPWORD,
-		O_MANY, O_GROW, O_ASYNC, O_SEGMENTS,
+		O_MANY, O_GROW, O_ASYNC, O_SEGMENTS, O_STATSREADER,
 	};
 	static const struct option longopts[] = {
 		{ "type", required_argument, 0, O_TYPE },
@@ -2500,6 +2553,7 @@ static void parse_options(int argc, char **argv)
 		{ "segments", required_argument, 0, O_SEGMENTS },
 		{ "expect-fast-reads", no_argument, 0, O_EXPFAST },
 		{ "expect-word-mode", no_argument, 0, O_EXPWORD },
+		{ "stats-reader", no_argument, 0, O_STATSREADER },
 		{ "help", no_argument, 0, O_HELP },
 		{ 0, 0, 0, 0 },
 	};
@@ -2686,6 +2740,9 @@ static void parse_options(int argc, char **argv)
 			break;
 		case O_EXPWORD:
 			opt.expect_word_mode = true;
+			break;
+		case O_STATSREADER:
+			opt.stats_reader = true;
 			break;
 		case O_HELP:
 		case 'h':
@@ -2898,9 +2955,9 @@ static void check_starvation(bool writer, double secs)
 
 int main(int argc, char **argv)
 {
-	pthread_t wd, stut, shuf, storm, canc, xunl, wmon;
+	pthread_t wd, stut, shuf, storm, canc, xunl, wmon, srd;
 	bool have_stut = false, have_shuf = false, have_storm = false, have_canc = false;
-	bool have_xunl = false, have_wmon = false;
+	bool have_xunl = false, have_wmon = false, have_srd = false;
 	struct range_lock_stats st;
 	uint64_t t0, failures, stats_before = 0, stats_after = 0;
 	double secs;
@@ -3018,6 +3075,8 @@ int main(int argc, char **argv)
 	have_xunl = opt.xunlock_share > 0 && type_is_range();
 	if (opt.expect_word_mode && type_is_range())
 		have_wmon = !pthread_create(&wmon, NULL, word_monitor_thread, NULL);
+	if (opt.stats_reader && type_is_range())
+		have_srd = !pthread_create(&srd, NULL, stats_reader_thread, NULL);
 	for (int i = 0; i < nr_slots; i++) {
 		if ((rc = start_worker(&slots[i]))) {
 			error("pthread_create: %s", strerror(rc));
@@ -3083,6 +3142,13 @@ int main(int argc, char **argv)
 	join_helper(&xunl, have_xunl);
 	atomic_store(&wm_stop, true);
 	join_helper(&wmon, have_wmon);
+	atomic_store(&sr_stop, true);
+	join_helper(&srd, have_srd);
+	if (have_srd) {
+		printf("Statistics read %" PRIu64 " times during the run\n", GET(sr_reads));
+		if (opt.stats != STATS_OFF && GET(sr_reads) == 0)
+			error("--stats-reader: no reading succeeded");
+	}
 	secs = (double)(now_ns() - t0) / 1e9;
 	atomic_store(&watchdog_done, true);
 	pthread_join(wd, NULL);
