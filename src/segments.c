@@ -662,27 +662,37 @@ static int span_enter(const char *call, struct span *sp,
 	return waiting;
 }
 
+/*
+ * Wait for part @p (of a spanning request or a set; marked at entry, so
+ * its count only falls).  0: granted (w->kept_after set if a signal or the
+ * deadline came as it was); else the give-up's error, @p out of its tree.
+ */
+static int wait_part(struct rl_segments *s, struct range_lock *p, bool reader,
+		     struct waiter *w)
+{
+	w->kept_after = 0;
+	if (atomic_load_explicit(wait_word(p), memory_order_acquire) == 0) {
+		rl_hb_acquire_last(wait_word(p));
+		return 0;
+	}
+	w->tree = part_tree(s, p);
+	w->lock = p;
+	w->reader = reader;
+	w->items = NULL;
+	w->word = WORD_MARKED; /* marked at entry: no hand-off clock */
+	rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
+	return rl_wait_for_grant(w);
+}
+
 static int span_wait_parts(struct span *sp, struct waiter *w, struct span_wait *sw)
 {
 	struct rl_segments *s = segments_of(sp->top);
 
 	for (unsigned i = 0; i < sp->n; i++) {
-		struct range_lock *p = PART(sp, i);
 		int r;
 
-		if (atomic_load_explicit(wait_word(p), memory_order_acquire) == 0) {
-			rl_hb_acquire_last(wait_word(p));
-			continue;
-		}
-		w->tree = part_tree(s, p);
-		w->lock = p;
-		w->reader = sp->reader;
-		w->items = NULL;
-		w->word = WORD_MARKED; /* marked at entry: no hand-off clock */
-		w->kept_after = 0;
 		sw->skip = i;
-		rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
-		r = rl_wait_for_grant(w);
+		r = wait_part(s, PART(sp, i), sp->reader, w);
 		if (r)
 			return r; /* that part left the tree: the others leave */
 		if (w->kept_after) {
@@ -970,23 +980,11 @@ static int set_wait_parts(struct set_wait *sw, struct waiter *w)
 	unsigned m, p;
 
 	set_foreach_part(sw, m, p) {
-		struct range_lock *part = PART(sw->sp[m], p);
 		int r;
 
-		if (atomic_load_explicit(wait_word(part), memory_order_acquire) == 0) {
-			rl_hb_acquire_last(wait_word(part));
-			continue;
-		}
-		w->tree = part_tree(s, part);
-		w->lock = part;
-		w->reader = sw->sp[m]->reader;
-		w->items = NULL;
-		w->word = WORD_MARKED; /* marked at entry: no hand-off clock */
-		w->kept_after = 0;
 		sw->skip_m = m;
 		sw->skip_p = p;
-		rl_probe_wait(wait_begin, w->tree, w->lock, w->reader);
-		r = rl_wait_for_grant(w);
+		r = wait_part(s, PART(sw->sp[m], p), sw->sp[m]->reader, w);
 		if (r)
 			return r; /* that part left its tree: the others leave */
 		if (w->kept_after) {
