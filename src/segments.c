@@ -83,8 +83,9 @@
  *       (RL_LINKED | mode), seqnum: only by its owner, while it locks,
  *       unlocks and shrinks (an asynchronous one: set before its parts
  *       are published); rb_left and flags are cleared as the first part
- *       leaves, under that segment's lock (span_leave()), where a cancel
- *       reads them; a shrink to one stripe makes it a node of
+ *       leaves (span_leave(), under that segment's lock: an unlock, or an
+ *       asynchronous request's cancel); a shrink to one stripe makes it a
+ *       node of
  *       that segment's tree (rl_move_request(), under its lock), written
  *       from then on as any request of a tree.
  *   span->counted (what the request counted itself as in the statistics):
@@ -164,12 +165,6 @@ static struct range_lock_tree *part_tree(struct rl_segments *s, const struct ran
 {
 	return rl_seg_tree(s, (unsigned)((p->start >> s->shift) &
 					 (((uint64_t)1 << s->log2n) - 1)));
-}
-
-void rl_seg_unsupported(const char *call)
-{
-	rl_die(call, NULL, "not supported on a tree with segments "
-	       "(range_lock_tree_set_segments()) yet");
 }
 
 /* The checking mode's name of a tree: a segment is its user's tree. */
@@ -468,6 +463,16 @@ static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lo
  * SPAN_OUT at its unlock, or at a give-up: @why -EINTR, -ETIMEDOUT, or
  * -ECANCELED for a cancellation), under part[0]'s segment lock @t0.
  */
+static void stat_give_up(struct range_lock_stats *st, int why)
+{
+	if (why == -EINTR)
+		STAT_ADD(st, gave_up_signal, 1);
+	else if (why == -ETIMEDOUT)
+		STAT_ADD(st, gave_up_timeout, 1);
+	else
+		STAT_ADD(st, gave_up_cancel, 1);
+}
+
 static void span_count(struct span *sp, struct range_lock_tree *t0, int to, int why)
 {
 	struct range_lock_stats *st = t0->stats;
@@ -479,14 +484,8 @@ static void span_count(struct span *sp, struct range_lock_tree *t0, int to, int 
 			rl_stat_granted(st, sp->reader, true);
 		} else {
 			STAT_ADD(st, waiting_now, -1);
-			if (sp->in_set)
-				; /* the set counts its give-up once (set_abandon()) */
-			else if (why == -EINTR)
-				STAT_ADD(st, gave_up_signal, 1);
-			else if (why == -ETIMEDOUT)
-				STAT_ADD(st, gave_up_timeout, 1);
-			else
-				STAT_ADD(st, gave_up_cancel, 1);
+			if (!sp->in_set) /* (a set counts its give-up once) */
+				stat_give_up(st, why);
 		}
 	} else if (st && sp->counted == SPAN_HELD && to == SPAN_OUT) {
 		STAT_ADD(st, held_now, -1);
@@ -516,8 +515,7 @@ void rl_span_withdrawn(struct range_lock_tree *t0, struct range_lock *first, int
  * waking what it blocked there).  For the first part, @why is the reason
  * the request leaves (0: an unlock; else as for span_count()), and the
  * user's request, if it stands for the span (a hold, or a queued
- * asynchronous request), stops doing so, under that segment's lock: what
- * range_lock_async_cancel() reads there (seg_async_cancel()).  Returns
+ * asynchronous request), stops doing so.  Returns
  * whether @p was a queued part of an asynchronous request (its completion
  * will not run).
  */
@@ -949,12 +947,7 @@ static void set_abandon(struct set_wait *sw)
 	if (st) {
 		if (sw->start_ns)
 			rl_stat_wait_time(st, rl_now_ns() - sw->start_ns);
-		if (sw->why == -EINTR)
-			STAT_ADD(st, gave_up_signal, 1);
-		else if (sw->why == -ETIMEDOUT)
-			STAT_ADD(st, gave_up_timeout, 1);
-		else
-			STAT_ADD(st, gave_up_cancel, 1);
+		stat_give_up(st, sw->why);
 	}
 	tree_unlock(t0);
 	set_foreach_part(sw, m, p)

@@ -190,8 +190,6 @@ RL_HIDDEN int rl_lock_async_in(const char *call, struct range_lock_tree *tree,
 			       struct range_lock_tree *top, struct range_lock_async *req,
 			       bool reader);
 RL_HIDDEN int rl_async_cancel_in(struct range_lock_tree *t, struct range_lock_async *req);
-/* A call that segmented trees do not support yet: abort with a message. */
-RL_HIDDEN __attribute__((noreturn)) void rl_seg_unsupported(const char *call);
 
 /* calls.c: the one-range calls, out of line, on a segment's tree. */
 RL_HIDDEN int rl_lock_in(const char *call, struct range_lock_tree *tree,
