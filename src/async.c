@@ -245,27 +245,40 @@ int rl_lock_async_in(const char *call, struct range_lock_tree *tree,
 	return lock_async_local(call, tree, top, req, reader);
 }
 
+/* A bound tree, with segments or not: the local level, then the OFD
+ * lock without waiting (out of line: off the others' path). */
+static __attribute__((noinline)) int
+lock_async_bound(const char *call, struct range_lock_tree *tree,
+		 struct range_lock_async *req, bool reader)
+{
+	int r;
+
+	if (file_range_bad(call, tree, &req->lock, true))
+		return -EINVAL;
+	r = is_segments(file_of(tree)) ? rl_seg_lock_async(call, tree, req, reader)
+				       : lock_async_local(call, tree, tree, req, reader);
+	if (r == 0 && rl_file_acquire(call, tree, &req->lock, reader, NULL, RL_FILE_TRY))
+		return -EAGAIN; /* another process holds bytes of it: let go */
+	return r;
+}
+
 static int lock_async(const char *call, struct range_lock_tree *tree,
 		      struct range_lock_async *req, bool reader)
 {
-	int r;
+	struct range_lock_file *f;
 
 	if (!tree || !req)
 		rl_die(call, NULL, "NULL tree or request");
 	if (!req->done)
 		rl_die(call, &req->lock, "asynchronous request has no completion "
 		       "(range_lock_async_init())");
-	if (__builtin_expect(file_of(tree) != NULL, 0)) {
-		if (is_segments(file_of(tree)))
+	f = file_of(tree);
+	if (__builtin_expect(f != NULL, 0)) {
+		if (is_unbound_segments(f))
 			return rl_seg_lock_async(call, tree, req, reader);
-		if (file_range_bad(call, tree, &req->lock, true))
-			return -EINVAL;
+		return lock_async_bound(call, tree, req, reader);
 	}
-	r = lock_async_local(call, tree, tree, req, reader);
-	if (r == 0 && __builtin_expect(file_of(tree) != NULL, 0) &&
-	    rl_file_acquire(call, tree, &req->lock, reader, NULL, RL_FILE_TRY))
-		return -EAGAIN; /* another process holds bytes of it: let go */
-	return r;
+	return lock_async_local(call, tree, tree, req, reader);
 }
 
 int range_read_lock_async(struct range_lock_tree *tree, struct range_lock_async *req)
@@ -286,7 +299,7 @@ static int rl_async_file_grant(struct range_lock_async *req)
 	struct range_lock *lock = &req->lock;
 
 	/* (A part of a spanning request has no tree_: segments.c.) */
-	if (__builtin_expect(!tree || file_of(tree) == NULL, 1) || is_segments(file_of(tree)))
+	if (__builtin_expect(!tree || rl_bound_file(file_of(tree)) == NULL, 1))
 		return 0;
 	return rl_file_acquire(is_reader(lock) ? "range_read_lock_async"
 					    : "range_write_lock_async",

@@ -95,7 +95,7 @@ int rl_file_acquire(const char *call, struct range_lock_tree *tree,
 		    struct range_lock *lock, bool reader, struct waiter *w,
 		    enum rl_file_wait kind)
 {
-	struct range_lock_file *f = file_of(tree);
+	struct range_lock_file *f = rl_bound_file(file_of(tree));
 	struct local_hold h = { call, tree, lock, reader };
 	int r;
 
@@ -125,11 +125,24 @@ lock_two_levels_f(const char *call, struct range_lock_tree *tree,
 		if (is_segments(f)) { /* a tree with segments (segments.c) */
 			struct range_lock_tree *t = rl_seg_one(f, lock);
 
-			if (t) /* within one stripe: that segment's tree */
-				return rl_lock_in(call, t, lock, reader, w, subclass,
-						  CHECKS_SITE(site));
-			return rl_seg_lock(call, tree, lock, reader, w, subclass,
-					   CHECKS_SITE(site));
+			if (is_unbound_segments(f)) {
+				if (t) /* within one stripe: that segment's tree */
+					return rl_lock_in(call, t, lock, reader, w,
+							  subclass, CHECKS_SITE(site));
+				return rl_seg_lock(call, tree, lock, reader, w, subclass,
+						   CHECKS_SITE(site));
+			}
+			/* bound: the local level in the segments, then the file */
+			if (file_range_bad(call, tree, lock, w->kind != WAIT_PLAIN))
+				return -EINVAL;
+			r = t ? rl_lock_in(call, t, lock, reader, w, subclass,
+					   CHECKS_SITE(site))
+			      : rl_seg_lock(call, tree, lock, reader, w, subclass,
+					    CHECKS_SITE(site));
+			if (r == 0)
+				r = rl_file_acquire(call, tree, lock, reader, w,
+						    kinds[w->kind]);
+			return r;
 		}
 		if (file_range_bad(call, tree, lock, w->kind != WAIT_PLAIN))
 			return -EINVAL;
@@ -362,12 +375,16 @@ trylock_two_levels(const char *call, struct range_lock_tree *tree,
 	if (__builtin_expect(f != NULL, 0)) {
 		if (is_segments(f)) { /* a tree with segments (segments.c) */
 			struct range_lock_tree *t = rl_seg_one(f, lock);
+			int r;
 
-			if (t) /* within one stripe: that segment's tree */
-				return rl_trylock_in(call, t, lock, reader,
-						     CHECKS_SITE(site));
-			return rl_seg_lock(call, tree, lock, reader, NULL, 0,
-					   CHECKS_SITE(site));
+			file_range_bad(call, tree, lock, false); /* if bound */
+			r = t ? rl_trylock_in(call, t, lock, reader, CHECKS_SITE(site))
+			      : rl_seg_lock(call, tree, lock, reader, NULL, 0,
+					    CHECKS_SITE(site));
+			if (r == 1 && !is_unbound_segments(f) &&
+			    rl_file_acquire(call, tree, lock, reader, NULL, RL_FILE_TRY))
+				return 0; /* and unlocked locally */
+			return r;
 		}
 		file_range_bad(call, tree, lock, false);
 	}
@@ -442,7 +459,10 @@ rl_word_release_waited(struct range_lock_tree *tree, struct range_lock *lock,
 void rl_unlock_local(const char *call, struct range_lock_tree *tree,
 		  struct range_lock *lock, bool reader)
 {
-	unlock_common(call, tree, lock, reader);
+	if (tree_is_segmented(tree)) /* a bound tree with segments */
+		rl_seg_unlock(call, tree, lock, reader);
+	else
+		unlock_common(call, tree, lock, reader);
 }
 
 void range_read_unlock(struct range_lock_tree *tree, struct range_lock *lock)

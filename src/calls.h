@@ -222,7 +222,7 @@ insert_scanned(struct range_lock_tree *tree, struct range_lock *lock, bool reade
 static inline bool file_range_bad(const char *call, struct range_lock_tree *tree,
 				  struct range_lock *lock, bool can_fail)
 {
-	if (!tree || !lock || !file_of(tree) ||
+	if (!tree || !lock || !rl_bound_file(file_of(tree)) ||
 	    rl_file_range_ok(lock->start, lock->last))
 		return false;
 	if (!can_fail || lock->start > lock->last) /* rl_die(): a failed init */
@@ -239,9 +239,9 @@ static inline bool file_range_bad(const char *call, struct range_lock_tree *tree
 #define CHECKS_SITE(site) NULL
 #endif
 
-/* calls.c: the second level's hooks (a tree bound to a file).  After a
- * local grant, take the OFD lock (or unlock locally and fail); unlock a
- * request locally, without its OFD lock. */
+/* calls.c: the second level's hooks (a tree bound to a file, with or
+ * without segments).  After a local grant, take the OFD lock (or unlock
+ * locally and fail); unlock a request locally, without its OFD lock. */
 RL_HIDDEN int rl_file_acquire(const char *call, struct range_lock_tree *tree,
 			   struct range_lock *lock, bool reader, struct waiter *w,
 			   enum rl_file_wait kind);
@@ -343,9 +343,9 @@ tree_file(struct range_lock_tree *tree)
 static inline __attribute__((always_inline)) struct range_lock_tree *
 seg_one_first(struct range_lock_file *f, const struct range_lock *lock)
 {
-	if (__builtin_expect(f != NULL, 0) && is_segments(f))
+	if (__builtin_expect(f != NULL, 0) && is_unbound_segments(f))
 		return rl_seg_one(f, lock);
-	return NULL;
+	return NULL; /* (bound segments: the general path takes the file) */
 }
 
 /* Before the local unlock: the file state lives while the request is in
@@ -358,13 +358,17 @@ static inline bool file_release(const char *call, struct range_lock_tree *tree,
 	struct range_lock_file *f = tree && lock ? file_of(tree) : NULL;
 
 	if (__builtin_expect(f != NULL, 0)) {
-		if (is_segments(f)) {
+		if (is_unbound_segments(f)) {
 			struct range_lock_tree *t = rl_seg_one(f, lock);
 
 			if (t) /* within one stripe: that segment's tree */
 				rl_unlock_in(call, t, lock, reader);
 			else
 				rl_seg_unlock(call, tree, lock, reader);
+			return true;
+		}
+		if (is_segments(f)) { /* bound: both levels, out of line */
+			rl_seg_file_unlock(call, tree, lock, reader);
 			return true;
 		}
 		rl_file_unlock(f, lock->start, lock->last, reader);

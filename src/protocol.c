@@ -820,14 +820,14 @@ void rl_revoke_fast_readers(struct range_lock_tree *tree)
  * Under tree_lock, in the read slow path: allow fast reads again once the
  * delay has passed with no writer in the tree.  Never with statistics (they
  * count in the tree), a file binding (the second level is taken per
- * request), in the checking mode (it checks every request in the tree) or
+ * request; a bound tree's segments: RL_TREE_NO_BIAS), in the checking mode (it checks every request in the tree) or
  * when the user turned it off.
  */
 void rl_maybe_bias(struct range_lock_tree *tree)
 {
 	uint32_t f = tree_flags(tree);
 
-	if ((f & (RL_TREE_BIASED | RANGE_LOCK_TREE_FLAG_NO_FAST_READ)) ||
+	if ((f & (RL_TREE_BIASED | RANGE_LOCK_TREE_FLAG_NO_FAST_READ | RL_TREE_NO_BIAS)) ||
 	    tree->nr_writers || tree->stats || tree->file || !fast_path_allowed(tree))
 		return;
 	if (f >= RL_TREE_DELAY_ONE) {

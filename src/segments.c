@@ -112,8 +112,19 @@
  * one spanning arrival of every member (the comment above
  * rl_seg_lock_many() has the rules).
  *
- * Not yet supported on a segmented tree (documented in the header; each
- * returns -ENOTSUP): grow, binding to a file.
+ * BOUND TO A FILE (range_lock_tree_set_file(), before or after the split):
+ * the second level stays the user's tree's.  Each request takes the OFD
+ * lock of its whole range once it holds it locally and lets go of it
+ * before its local unlock, exactly as on a tree without segments (calls.c,
+ * async.c, sets.c and the shrink and downgrade here call file_lock.c with
+ * the request's own range); the segments' trees are not bound, so a
+ * spanning request's parts never touch the file, and only never read fast
+ * (RL_TREE_NO_BIAS).  The file is struct rl_segments' file, and the slot's
+ * tag says so (RL_SEGMENTS_BOUND instead of RL_SEGMENTS_TAG), which keeps a
+ * bound tree off the hot paths at no cost to the others.
+ *
+ * Not yet supported on a segmented tree (documented in the header;
+ * returns -ENOTSUP): grow.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -215,7 +226,8 @@ static bool all_empty(struct rl_segments *s)
 	return true;
 }
 
-/* Back to a tree without segments, if every segment is empty. */
+/* Back to a tree without segments, if every segment is empty; bound to
+ * the file it was bound to, if any (destroy then unbinds it). */
 int rl_seg_destroy(struct range_lock_tree *tree)
 {
 	struct rl_segments *s = segments_of(tree);
@@ -226,7 +238,7 @@ int rl_seg_destroy(struct range_lock_tree *tree)
 		return -EBUSY;
 	}
 	unlock_all(s);
-	__atomic_store_n(&tree->file, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&tree->file, s->file, __ATOMIC_RELAXED);
 	rl_hb_release(tree_lock_word(tree));
 	atomic_store_explicit(tree_lock_word(tree), 0, memory_order_release);
 	free(s->stats);
@@ -301,16 +313,22 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 
 	tree_lock(tree);
 	rl_revoke_fast_readers(tree);
-	if (tree->root || tree->file || tree->stats) {
+	if (tree->root || tree->stats) {
 		r = tree->root ? -EBUSY : -ENOTSUP;
 		tree_unlock(tree);
 		free(s);
 		return r;
 	}
+	/* A bound tree stays bound: its file is the segments' now. */
+	s->file = tree->file;
 	policy = tree->flags & (RANGE_LOCK_TREE_FLAG_FIFO | RANGE_LOCK_TREE_FLAG_NO_FAST_READ);
+	if (s->file)
+		policy |= RL_TREE_NO_BIAS;
 	for (unsigned g = 0; g < segments; g++)
 		rl_seg_tree(s, g)->flags = policy | ((g + 1) << SEG_INDEX_SHIFT);
-	__atomic_store_n(&tree->file, (struct range_lock_file *)((uintptr_t)s | RL_SEGMENTS_TAG),
+	__atomic_store_n(&tree->file,
+			 (struct range_lock_file *)((uintptr_t)s | (s->file ? RL_SEGMENTS_BOUND
+									 : RL_SEGMENTS_TAG)),
 			 __ATOMIC_RELAXED);
 	/* Our release of the internal lock: TL_SEGMENTED instead of 0.  A
 	 * call that waited for it meanwhile used the tree during its
@@ -319,6 +337,35 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 	if (atomic_exchange_explicit(tree_lock_word(tree), TL_SEGMENTED,
 				     memory_order_release) & TL_SLEEPERS)
 		rl_wake_all(tree_word_futex(tree_lock_word(tree)));
+	return 0;
+}
+
+/* Bind to a file (@f, opened by range_lock_tree_set_file()), if every
+ * segment is empty; the file bound before, if any, is let go. */
+int rl_seg_set_file(struct range_lock_tree *tree, struct range_lock_file *f)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct range_lock_file *old;
+
+	lock_all(s); /* and the segments never read fast from now on */
+	if (!all_empty(s)) {
+		unlock_all(s);
+		rl_file_free(f);
+		return -EBUSY;
+	}
+	old = s->file;
+	__atomic_store_n(&s->file, f, __ATOMIC_RELAXED);
+	for (unsigned g = 0; g < 1u << s->log2n; g++) {
+		struct range_lock_tree *t = rl_seg_tree(s, g);
+
+		tree_flags_store(t, t->flags | RL_TREE_NO_BIAS);
+	}
+	__atomic_store_n(&tree->file,
+			 (struct range_lock_file *)((uintptr_t)s | RL_SEGMENTS_BOUND),
+			 __ATOMIC_RELAXED);
+	unlock_all(s);
+	if (old)
+		rl_file_free(old);
 	return 0;
 }
 
@@ -1164,16 +1211,25 @@ void rl_seg_unlock_many(struct range_lock_tree *tree, const struct range_lock_it
  */
 static void span_async_held(struct span *sp)
 {
-	struct range_lock_tree *t0 = part_tree(segments_of(sp->top), PART(sp, 0));
+	struct range_lock_tree *top = sp->top, *t0 = part_tree(segments_of(top), PART(sp, 0));
 	struct range_lock_async *req = sp->user;
+	bool reader = sp->reader;
+	int status = 0;
 
 	tree_lock(t0);
 	span_count(sp, t0, SPAN_HELD, 0);
 	req->reserved_[0] = 0; /* not queued: a cancel now says -EALREADY */
 	tree_unlock(t0);
+	/* A bound tree's second level, without waiting, as on any tree
+	 * (async.c): another process holds bytes of it, the request lets go
+	 * (the span is freed) and the completion gets -EAGAIN. */
+	if (rl_bound_file(file_of(top)))
+		status = rl_file_acquire(reader ? "range_read_lock_async"
+					       : "range_write_lock_async",
+					 top, &req->lock, reader, NULL, RL_FILE_TRY);
 	/* After this, @req and the span belong to the completion (which may
 	 * unlock it: the span is freed then). */
-	req->done(req, 0);
+	req->done(req, status);
 }
 
 /* The completion of a part (rl_async_run(), on the thread whose release
@@ -1348,6 +1404,14 @@ void rl_seg_unlock(const char *call, struct range_lock_tree *tree, struct range_
 	free(sp);
 }
 
+void rl_seg_file_unlock(const char *call, struct range_lock_tree *tree,
+			struct range_lock *lock, bool reader)
+{
+	/* Before the local unlock, as on any bound tree (file_release()). */
+	rl_file_unlock(rl_bound_file(file_of(tree)), lock->start, lock->last, reader);
+	rl_seg_unlock(call, tree, lock, reader);
+}
+
 /*
  * SHRINK of a held request to [start, last] (a sub-range; never waits).
  * Within one stripe it is a plain shrink in its segment.  A spanning
@@ -1437,7 +1501,23 @@ int rl_seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 		  uint64_t start, uint64_t last)
 {
 	struct rl_segments *s = segments_of(tree);
+	struct range_lock_file *f = rl_bound_file(file_of(tree));
 
+	if (f) {
+		/* The OFD level first, as on a tree without segments (grow.c);
+		 * only this request's user changes its range. */
+		uint64_t a = lock->start, b = lock->last;
+		bool reader = is_reader(lock);
+
+		if (!is_linked(lock))
+			rl_die("range_lock_shrink", lock, "range is not locked");
+		if (start > last || start < a || last > b || !rl_file_range_ok(start, last))
+			return -EINVAL;
+		if (a < start)
+			rl_file_unlock(f, a, start - 1, reader);
+		if (last < b && last < (uint64_t)INT64_MAX)
+			rl_file_unlock(f, last + 1, b, reader);
+	}
 	if (rl_seg_parts(s, lock->start, lock->last) == 1)
 		return range_lock_shrink(rl_seg_tree(s, rl_seg_part(s, lock->start,
 								    lock->last, 0).seg),
@@ -1452,6 +1532,9 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 	struct span *sp;
 
 	if (n == 1) {
+		/* (A bound tree's OFD lock converts first, as on any tree.) */
+		if (rl_bound_file(file_of(tree)))
+			rl_file_downgrade(rl_bound_file(file_of(tree)), lock->start, lock->last);
 		range_downgrade_write(rl_seg_tree(s, rl_seg_part(s, lock->start,
 								  lock->last, 0).seg), lock);
 		return;
@@ -1461,6 +1544,8 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 		rl_die("range_downgrade_write", lock, "range is not locked in this tree");
 	if (sp->reader)
 		rl_die("range_downgrade_write", lock, "range is held for reading, not writing");
+	if (rl_bound_file(file_of(tree)))
+		rl_file_downgrade(rl_bound_file(file_of(tree)), lock->start, lock->last);
 	/* Each part in its segment: a reader of one segment's units may go
 	 * ahead once that part is a reader. */
 	for (unsigned i = 0; i < sp->n; i++)

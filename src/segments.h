@@ -32,6 +32,20 @@
  * (tree_lock.h): a safety net.
  */
 #define RL_SEGMENTS_TAG ((uintptr_t)1)
+/*
+ * Instead of RL_SEGMENTS_TAG: the tree with segments is also bound to a
+ * file (struct rl_segments' file).  The second level is then the user's
+ * tree's, taken for each request's whole range after its local grant, as
+ * on a tree without segments; the segments' trees are not bound (a
+ * spanning request's parts never touch the file), they only never read
+ * fast (RL_TREE_NO_BIAS), as a bound tree does not.  Two tags, so that
+ * the hot paths of a tree with segments test one bit, as before: the
+ * plain calls' quick dispatch (seg_one_first(), calls.h) and the unlock
+ * (file_release()) take RL_SEGMENTS_TAG only; a bound tree with segments
+ * takes the calls' general path, then the file.
+ */
+#define RL_SEGMENTS_BOUND ((uintptr_t)2)
+#define RL_SEGMENTS_TAGS (RL_SEGMENTS_TAG | RL_SEGMENTS_BOUND)
 
 /* A segment's statistics counters: own lines, as the segment's tree. */
 struct rl_seg_stats {
@@ -44,6 +58,10 @@ struct rl_segments {
 	unsigned log2n;                /* S = 1 << log2n */
 	unsigned shift;                /* stripes of 1 << shift units */
 	unsigned mask;                 /* S - 1 (the quick dispatch's) */
+	/* The file the tree is bound to (RL_SEGMENTS_BOUND), else NULL:
+	 * written, as the tag, only while nobody uses the tree (set_file,
+	 * set_segments, destroy); read with relaxed loads. */
+	struct range_lock_file *file;
 	/* Statistics (NULL until enabled; set and read under every
 	 * segment's lock): the user's storage, which receives the sums at
 	 * each get_stats, and the segments' counters (segment g's tree's
@@ -57,7 +75,7 @@ struct rl_segments {
 
 static inline bool is_segments(const struct range_lock_file *f)
 {
-	return ((uintptr_t)f & RL_SEGMENTS_TAG) != 0;
+	return ((uintptr_t)f & RL_SEGMENTS_TAGS) != 0;
 }
 
 static inline bool tree_is_segmented(const struct range_lock_tree *tree)
@@ -65,10 +83,33 @@ static inline bool tree_is_segmented(const struct range_lock_tree *tree)
 	return is_segments(__atomic_load_n(&tree->file, __ATOMIC_RELAXED));
 }
 
+/* Segments, not bound to a file: the hot paths' test. */
+static inline bool is_unbound_segments(const struct range_lock_file *f)
+{
+	return ((uintptr_t)f & RL_SEGMENTS_TAG) != 0;
+}
+
+static inline struct rl_segments *segments_in(const struct range_lock_file *f)
+{
+	return (struct rl_segments *)((uintptr_t)f & ~RL_SEGMENTS_TAGS);
+}
+
 static inline struct rl_segments *segments_of(const struct range_lock_tree *tree)
 {
-	return (struct rl_segments *)((uintptr_t)__atomic_load_n(&tree->file, __ATOMIC_RELAXED) &
-				      ~RL_SEGMENTS_TAG);
+	return segments_in(__atomic_load_n(&tree->file, __ATOMIC_RELAXED));
+}
+
+/*
+ * The file whose OFD locks a tree's requests take (@f: the tree's
+ * second-level slot): a bound tree's, a bound segmented tree's, or NULL.
+ */
+static inline struct range_lock_file *rl_bound_file(struct range_lock_file *f)
+{
+	if (!is_segments(f))
+		return f;
+	if (is_unbound_segments(f))
+		return NULL;
+	return __atomic_load_n(&segments_in(f)->file, __ATOMIC_RELAXED);
 }
 
 /*
@@ -133,7 +174,7 @@ static inline struct range_lock_tree *rl_seg_tree(struct rl_segments *s, unsigne
 static inline struct range_lock_tree *rl_seg_one(const struct range_lock_file *f,
 						 const struct range_lock *lock)
 {
-	struct rl_segments *s = (struct rl_segments *)((uintptr_t)f & ~RL_SEGMENTS_TAG);
+	struct rl_segments *s = segments_in(f);
 
 	if (!lock || (lock->start ^ lock->last) >> s->shift)
 		return NULL;
@@ -147,10 +188,19 @@ RL_HIDDEN int rl_seg_lock(const char *call, struct range_lock_tree *tree,
 			  int subclass, void *site);
 RL_HIDDEN void rl_seg_unlock(const char *call, struct range_lock_tree *tree,
 			     struct range_lock *lock, bool reader);
+/* The unlock calls on a segmented tree bound to a file: the OFD level,
+ * then rl_seg_unlock(). */
+RL_HIDDEN void rl_seg_file_unlock(const char *call, struct range_lock_tree *tree,
+				  struct range_lock *lock, bool reader);
 RL_HIDDEN int rl_seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 			    uint64_t start, uint64_t last);
 RL_HIDDEN void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock);
+/* Back to a tree without segments (a binding to a file stays): 0, or
+ * -EBUSY if a segment is in use. */
 RL_HIDDEN int rl_seg_destroy(struct range_lock_tree *tree);
+/* range_lock_tree_set_file() on a segmented tree: @f opened by the caller
+ * (freed here on -EBUSY). */
+RL_HIDDEN int rl_seg_set_file(struct range_lock_tree *tree, struct range_lock_file *f);
 RL_HIDDEN int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on,
 			      bool need_empty);
 RL_HIDDEN void rl_seg_dump(struct range_lock_tree *tree, void *out);

@@ -134,6 +134,17 @@ lock_many_common(const char *call, struct range_lock_tree *tree,
 static void unlock_many_local(struct range_lock_tree *tree,
 			      const struct range_lock_item *items, unsigned n);
 
+/* The same on a bound tree with segments or without (a give-up at the
+ * second level). */
+static void unlock_many_bound_local(struct range_lock_tree *tree,
+				    const struct range_lock_item *items, unsigned n)
+{
+	if (tree_is_segmented(tree))
+		rl_seg_unlock_many(tree, items, n);
+	else
+		unlock_many_local(tree, items, n);
+}
+
 struct many_hold {
 	struct range_lock_tree *tree;
 	const struct range_lock_item *items;
@@ -144,7 +155,7 @@ static void unlock_many_on_cancel(void *arg)
 {
 	struct many_hold *h = arg;
 
-	unlock_many_local(h->tree, h->items, h->n);
+	unlock_many_bound_local(h->tree, h->items, h->n);
 }
 
 /*
@@ -205,9 +216,10 @@ static int file_acquire_many(const char *call, struct range_lock_tree *tree,
 	int r;
 
 	(void)call;
-	r = rl_file_take_all(file_of(tree), items, n, w, kind, unlock_many_on_cancel, &h);
+	r = rl_file_take_all(rl_bound_file(file_of(tree)), items, n, w, kind,
+			     unlock_many_on_cancel, &h);
 	if (r)
-		unlock_many_local(tree, items, n);
+		unlock_many_bound_local(tree, items, n);
 	return r;
 }
 
@@ -228,9 +240,12 @@ lock_many_segments(const char *call, struct range_lock_tree *tree,
 		 : rl_seg_lock_many(call, tree, items, n, w, site);
 }
 
-static int lock_many_two_levels(const char *call, struct range_lock_tree *tree,
-				const struct range_lock_item *items, unsigned n,
-				struct waiter *w, void *site)
+/* A set on a bound tree, with segments or not: the local level, then the
+ * OFD locks of every member (out of line: off the others' path). */
+static __attribute__((noinline)) int
+lock_many_bound(const char *call, struct range_lock_tree *tree,
+		const struct range_lock_item *items, unsigned n, struct waiter *w,
+		void *site)
 {
 	static const enum rl_file_wait kinds[] = {
 		[WAIT_PLAIN] = RL_FILE_PLAIN,
@@ -240,17 +255,30 @@ static int lock_many_two_levels(const char *call, struct range_lock_tree *tree,
 	};
 	int r;
 
-	if (tree && file_of(tree)) {
-		if (is_segments(file_of(tree)))
-			return lock_many_segments(call, tree, items, n, w, site);
-		check_items(call, tree, items, n);
-		check_items_file(call, items, n);
-	}
-	r = lock_many_common(call, tree, items, n, w, site);
-	if (__builtin_expect(r == 0 && n && file_of(tree) != NULL, 0))
+	check_items(call, tree, items, n);
+	check_items_file(call, items, n);
+	if (is_segments(file_of(tree)))
+		r = lock_many_segments(call, tree, items, n, w, site);
+	else
+		r = lock_many_common(call, tree, items, n, w, site);
+	if (r == 0 && n)
 		r = file_acquire_many(call, tree, items, n, w,
 				      w ? kinds[w->kind] : RL_FILE_TRY);
 	return r;
+}
+
+static int lock_many_two_levels(const char *call, struct range_lock_tree *tree,
+				const struct range_lock_item *items, unsigned n,
+				struct waiter *w, void *site)
+{
+	struct range_lock_file *f = tree ? file_of(tree) : NULL;
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (is_unbound_segments(f))
+			return lock_many_segments(call, tree, items, n, w, site);
+		return lock_many_bound(call, tree, items, n, w, site);
+	}
+	return lock_many_common(call, tree, items, n, w, site);
 }
 
 void range_lock_many(struct range_lock_tree *tree, const struct range_lock_item *items,
@@ -347,15 +375,20 @@ void range_unlock_many(struct range_lock_tree *tree, const struct range_lock_ite
 		rl_die("range_unlock_many", NULL, "NULL tree or set");
 	f = file_of(tree);
 	if (__builtin_expect(f != NULL, 0)) {
-		if (is_segments(f)) {
+		if (is_unbound_segments(f)) {
 			rl_seg_unlock_many(tree, items, n);
 			return;
 		}
 		/* Before the local unlock: see file_release(). */
 		for (unsigned i = 0; i < n; i++)
 			if (items[i].lock)
-				rl_file_unlock(f, items[i].lock->start, items[i].lock->last,
+				rl_file_unlock(rl_bound_file(f), items[i].lock->start,
+					       items[i].lock->last,
 					       items[i].mode == RANGE_LOCK_READ);
+		if (is_segments(f)) { /* bound, with segments */
+			rl_seg_unlock_many(tree, items, n);
+			return;
+		}
 	}
 	unlock_many_local(tree, items, n);
 }

@@ -68,8 +68,13 @@ int range_lock_tree_destroy(struct range_lock_tree *tree)
 
 	if (!tree)
 		rl_die("range_lock_tree_destroy", NULL, "NULL tree");
-	if (tree_is_segmented(tree))
-		return rl_seg_destroy(tree); /* frees the segments */
+	if (tree_is_segmented(tree)) {
+		int r = rl_seg_destroy(tree); /* frees the segments */
+
+		if (r)
+			return r;
+		/* a tree without segments now, bound if it was: unbind */
+	}
 	tree_lock(tree);
 	rl_revoke_fast_readers(tree); /* a fast reader makes the tree busy */
 	busy = tree->root != NULL;
@@ -90,11 +95,11 @@ int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
 
 	if (!tree)
 		rl_die("range_lock_tree_set_file", NULL, "NULL tree");
-	if (tree_is_segmented(tree))
-		return -ENOTSUP;
 	r = rl_file_open(&f, fd); /* system calls: outside tree_lock */
 	if (r)
 		return r;
+	if (tree_is_segmented(tree))
+		return rl_seg_set_file(tree, f);
 	tree_lock(tree);
 	rl_revoke_fast_readers(tree); /* and bound trees never read fast */
 	if (tree->root) {

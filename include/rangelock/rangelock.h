@@ -562,17 +562,20 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * and sets work too (range_lock_many(): a set within one segment is a set
  * of that segment; any other set enters every segment of every request as
  * one arrival, never overtakes, and is never overtaken in the default
- * policy).  Not supported yet: grow (-ENOTSUP, range_lock_grow_try()
- * included) and binding to a file (range_lock_tree_set_file():
- * -ENOTSUP).  A spanning lock call that cannot allocate its parts returns
+ * policy).  A tree with segments may be bound to a file, before or after
+ * the split (range_lock_tree_set_file()): every request, spanning or not,
+ * takes the OFD lock of its whole range after its local grant, as on a
+ * tree without segments, and the calls keep their answers there.  Not
+ * supported yet: grow (-ENOTSUP, range_lock_grow_try() included).  A
+ * spanning lock call that cannot allocate its parts returns
  * -ENOMEM (the plain and trylock calls abort with a message); so does a
  * set over several segments, which allocates for every request.
  *
  * Return: 0; -EINVAL for a bad @segments or @stripe_shift; -EBUSY if the
- * tree is not empty (nothing is changed); -ENOTSUP if it is bound to a
- * file or has statistics enabled (enable them after the segments); -ENOMEM.
- * Calling it again with other values re-segments an empty tree without
- * statistics.  A tree with segments owns memory: range_lock_tree_destroy()
+ * tree is not empty (nothing is changed); -ENOTSUP if it has statistics
+ * enabled (enable them after the segments); -ENOMEM.  Calling it again
+ * with other values re-segments an empty tree without statistics; a bound
+ * tree stays bound to its file through every split and merge.  A tree with segments owns memory: range_lock_tree_destroy()
  * frees it, and its statistics with it (or range_lock_tree_set_segments()
  * with @segments 1, without statistics).
  *

@@ -427,7 +427,11 @@ static void test_bad_range_aborts(void **state)
 		"unlock([10, 5]) on a file-bound tree: range is invalid: start > last",
 		"unlock([9223372036854775812, 5]) on a file-bound tree: range is invalid: "
 		"start > last",
+#ifndef TEST_SEGMENTS
 		"downgrade([10, 5]) on a file-bound tree: range is invalid: start > last",
+#else /* a tree with segments sorts the range out before the file level */
+		"range_downgrade_write([10, 5]): range [10, 5] is invalid: start > last",
+#endif
 		"unlock([9223372036854775812, 5]) on a file-bound tree: range is invalid: "
 		"start > last",
 	};
@@ -615,6 +619,10 @@ static void test_deadline_edges(void **state)
 	bind(&t);
 	assert_int_equal(range_lock_tree_enable_stats(&t, &st), 0);
 	for (int k = 0; k < NR_TIMED; k++) {
+#ifdef TEST_SEGMENTS
+		if (k == T_GROW) /* not supported on segments yet */
+			continue;
+#endif
 		for (int clk = 0; clk < 2; clk++) {
 			clockid_t c = clk ? CLOCK_REALTIME : CLOCK_MONOTONIC;
 			struct timespec ts;

@@ -13,6 +13,7 @@
  * asserts after joining.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 
 #include "test_util.h"
 #include "segments.h" /* the geometry (private header, src/) */
+#include "fast_read.h" /* RL_TREE_BIASED */
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -1765,6 +1767,201 @@ static void expect_abort(void (*fn)(void), const char *msg)
 		fail_msg("expected \"%s\" in: %s", msg, res.out);
 }
 
+/* ---- bound to a file ---------------------------------------------------- */
+
+/* The OFD lock another description of the file would meet on [a, b]. */
+static short ofd_probe(int fd, short type, off_t a, off_t b)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = a,
+			    .l_len = b - a + 1 };
+
+	if (fcntl(fd, F_OFD_GETLK, &fl))
+		abort();
+	return fl.l_type;
+}
+
+static int ofd_set(int fd, short type, off_t a, off_t b)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = a,
+			    .l_len = b - a + 1 };
+
+	return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+/* Does the segment of @y (within one stripe of 4 units) allow fast reads
+ * after 1000 reads of @y through its tree (beside another reader of the
+ * same stripe, which holds the segment's lock word)? */
+static bool segment_biases(struct range_lock_tree *tree, struct range_lock *y)
+{
+	struct range_lock_tree *t = rl_seg_one(tree->file, y);
+	struct range_lock z;
+	bool biased;
+
+	range_lock_init(&z, y->start | 3, y->start | 3);
+	range_read_lock(tree, &z);
+	for (int i = 0; i < 1000; i++) {
+		range_read_lock(tree, y);
+		range_read_unlock(tree, y);
+	}
+	biased = (__atomic_load_n(&t->flags, __ATOMIC_RELAXED) & RL_TREE_BIASED) != 0;
+	range_read_unlock(tree, &z);
+	return biased;
+}
+
+/*
+ * A tree with segments bound to a file takes the OFD lock of each
+ * request's whole range after its local grant, and lets go of it first:
+ * spanning or within one stripe, through every call that changes a hold
+ * (downgrade, shrink, sets, asynchronous requests); a call that finds
+ * another description's lock fails as on any bound tree and leaves
+ * nothing at either level.  Binding and splitting work in either order,
+ * and a split or a merge keeps the binding.  4 segments, stripes of 4.
+ */
+static void test_bound_file(void **state)
+{
+	char path[] = "/tmp/rangelock-seg-XXXXXX";
+	int fd = mkstemp(path), other;
+	struct range_lock_tree tree;
+	struct range_lock x, y;
+	struct range_lock_item items[2];
+	struct async_rec a;
+	struct timespec ts;
+
+	(void)state;
+	assert_true(fd >= 0);
+	other = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(other >= 0);
+	unlink(path);
+	seg_tree(&tree, 4, 2, false);
+	range_lock_init(&y, 4, 6);
+#ifndef TEST_CHECKED /* (the control: the checking mode never reads fast) */
+	assert_true(segment_biases(&tree, &y));
+#endif
+	assert_int_equal(range_lock_tree_set_file(&tree, fd), 0);
+
+	/* spanning: the whole range, downgraded, shrunk, released */
+	range_lock_init(&x, 2, 13);
+	range_write_lock(&tree, &x);
+	assert_int_equal(dump_count(&tree, "held"), 4);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 2, 13), F_WRLCK);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 0, 1), F_UNLCK);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 14, 99), F_UNLCK);
+	range_downgrade_write(&tree, &x);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 2, 13), F_UNLCK);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 2, 13), F_RDLCK);
+	assert_int_equal(range_lock_shrink(&tree, &x, 5, 9), 0);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 2, 4), F_UNLCK);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 10, 13), F_UNLCK);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 5, 9), F_RDLCK);
+	assert_int_equal(range_lock_shrink(&tree, &x, 5, 6), 0); /* one stripe */
+	assert_int_equal(ofd_probe(other, F_WRLCK, 7, 9), F_UNLCK);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 5, 6), F_RDLCK);
+	range_read_unlock(&tree, &x);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 0, 99), F_UNLCK);
+
+	/* within one stripe */
+	range_lock_init(&y, 4, 6);
+	range_write_lock(&tree, &y);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 4, 6), F_WRLCK);
+	range_downgrade_write(&tree, &y);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 4, 6), F_RDLCK);
+	range_read_unlock(&tree, &y);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 0, 99), F_UNLCK);
+
+	/* never read fast, as a bound tree (an unbound one's segment does) */
+	assert_true(segment_biases(&tree, &y) == false);
+
+	/* another description holds byte 8: every call fails, leaving
+	 * nothing at either level */
+	assert_int_equal(ofd_set(other, F_WRLCK, 8, 8), 0);
+	range_lock_init(&x, 2, 13);
+	assert_int_equal(range_write_trylock(&tree, &x), 0);
+	range_lock_init(&y, 8, 9);
+	assert_int_equal(range_read_trylock(&tree, &y), 0);
+	deadline_in(CLOCK_MONOTONIC, 20, &ts);
+	assert_int_equal(range_write_timedlock(&tree, &x, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
+	deadline_in(CLOCK_MONOTONIC, 20, &ts);
+	assert_int_equal(range_read_timedlock(&tree, &y, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
+	range_lock_init(&x, 0, 5);
+	items[0] = (struct range_lock_item){ &x, RANGE_LOCK_WRITE };
+	items[1] = (struct range_lock_item){ &y, RANGE_LOCK_WRITE };
+	assert_int_equal(range_lock_many_try(&tree, items, 2), 0);
+	async_rec_init(&a, &tree, 6, 9, false, false);
+	assert_int_equal(async_submit(&a), -EAGAIN);             /* spanning */
+	async_rec_init(&a, &tree, 8, 8, false, false);
+	assert_int_equal(async_submit(&a), -EAGAIN);             /* one stripe */
+	assert_int_equal(dump_count(&tree, "held") + dump_count(&tree, "waiting"), 0);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 0, 99), F_UNLCK); /* (ours) */
+
+	/* queued, granted locally while byte 8 is busy: the completion
+	 * gets -EAGAIN and nothing is left, spanning or not */
+	for (int spanning = 0; spanning < 2; spanning++) {
+		range_lock_init(&x, 9, 9);
+		range_write_lock(&tree, &x);
+		async_rec_init(&a, &tree, spanning ? 6 : 8, 9, false, false);
+		assert_int_equal(async_submit(&a), -EINPROGRESS);
+		range_write_unlock(&tree, &x);
+		assert_int_equal(atomic_load(&a.calls), 1);
+		assert_int_equal(atomic_load(&a.status), -EAGAIN);
+		assert_int_equal(dump_count(&tree, "held") + dump_count(&tree, "waiting"), 0);
+		assert_int_equal(ofd_probe(other, F_WRLCK, 0, 99), F_UNLCK);
+	}
+	assert_int_equal(ofd_set(other, F_UNLCK, 8, 8), 0);
+
+	/* a spanning set holds each member at the OFD level */
+	range_lock_init(&x, 0, 5);
+	range_lock_init(&y, 8, 9);
+	assert_int_equal(range_lock_many_try(&tree, items, 2), 1);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 0, 5), F_WRLCK);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 8, 9), F_WRLCK);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 6, 7), F_UNLCK);
+	range_unlock_many(&tree, items, 2);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 0, 99), F_UNLCK);
+
+	/* a queued spanning request, granted: held at both levels */
+	range_lock_init(&x, 9, 9);
+	range_write_lock(&tree, &x);
+	async_rec_init(&a, &tree, 6, 9, false, false);
+	assert_int_equal(async_submit(&a), -EINPROGRESS);
+	range_write_unlock(&tree, &x);
+	assert_int_equal(atomic_load(&a.status), 0);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 6, 9), F_WRLCK);
+	async_unlock(&a);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 0, 99), F_UNLCK);
+
+	/* busy: no new binding, no new geometry */
+	range_lock_init(&x, 2, 13);
+	range_write_lock(&tree, &x);
+	assert_int_equal(range_lock_tree_set_file(&tree, fd), -EBUSY);
+	range_write_unlock(&tree, &x);
+
+	/* splitting again, or merging, keeps the binding */
+	assert_int_equal(range_lock_tree_set_segments(&tree, 8, 1), 0);
+	range_write_lock(&tree, &x);
+	assert_int_equal(dump_count(&tree, "held"), 6);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 2, 13), F_WRLCK);
+	range_write_unlock(&tree, &x);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 1, 0), 0);
+	assert_int_equal(dump_count(&tree, "segments"), 0);
+	range_write_lock(&tree, &x);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 2, 13), F_WRLCK);
+	range_write_unlock(&tree, &x);
+	/* bound first, split after */
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 2), 0);
+	range_write_lock(&tree, &x);
+	assert_int_equal(ofd_probe(other, F_RDLCK, 2, 13), F_WRLCK);
+	range_write_unlock(&tree, &x);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 0, 99), F_UNLCK);
+	/* destroy unbinds: a plain tree after it */
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	range_write_lock(&tree, &x);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 0, 99), F_UNLCK);
+	range_write_unlock(&tree, &x);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	close(other);
+	close(fd);
+}
+
 static void test_misuse_aborts(void **state)
 {
 	(void)state;
@@ -1804,6 +2001,7 @@ int main(void)
 		cmocka_unit_test(test_async_cancel_races_grant),
 		cmocka_unit_test(test_async_cancel_after_relock),
 		cmocka_unit_test(test_async_cancel_then_destroy),
+		cmocka_unit_test(test_bound_file),
 		cmocka_unit_test(test_misuse_aborts),
 #endif
 	};

@@ -117,4 +117,31 @@ static inline void watchdog(unsigned seconds)
 	alarm(seconds);
 }
 
+#ifdef TEST_SEGMENTS
+/*
+ * The bound-tree suites again, on trees with segments (the *_segments
+ * tests): every bind also splits the tree into 4 segments of 4-unit
+ * stripes, so that a range of 5 units or more spans segments.  Binding
+ * and splitting alternate in order (each must accept the other's tree);
+ * a busy tree answers -EBUSY either way.
+ */
+static inline int test_seg_set_file(struct range_lock_tree *t, int fd)
+{
+	static _Atomic unsigned calls;
+	int r;
+
+	if (atomic_fetch_add(&calls, 1) % 2) {
+		r = range_lock_tree_set_file(t, fd);
+		return r ? r : range_lock_tree_set_segments(t, 4, 2);
+	}
+	r = range_lock_tree_set_segments(t, 4, 2);
+	if (r == -EBUSY)
+		return r;
+	/* (-ENOTSUP: statistics were enabled on the tree with segments it
+	 * has: it keeps them) */
+	return range_lock_tree_set_file(t, fd);
+}
+#define range_lock_tree_set_file(t, fd) test_seg_set_file(t, fd)
+#endif
+
 #endif
