@@ -700,6 +700,8 @@ static int span_enter(const char *call, struct span *sp,
 	}
 	for (unsigned i = sp->n; i-- > 0;)
 		tree_unlock(part_tree(s, PART(sp, i)));
+	if (waiting)
+		RL_TEST_SPAN_ENTERED_HOOK();
 	/* (Not an asynchronous span's: once the locks are dropped, its
 	 * completion may run, unlock it and free the span.) */
 	if (st && waiting && !async)

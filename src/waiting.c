@@ -64,6 +64,7 @@ static _Thread_local uint32_t grant_spin_budget
 
 #ifdef RL_TEST_HOOKS
 void (*rl_test_give_up_hook)(void);
+void (*rl_test_span_entered_hook)(void);
 #endif
 
 uint64_t rl_now_ns(void)

@@ -128,8 +128,16 @@ RL_HIDDEN int rl_wait_for_grants(struct waiter *w);
 #ifdef RL_TEST_HOOKS
 extern void (*rl_test_give_up_hook)(void) RL_HIDDEN;
 #define RL_TEST_GIVE_UP_HOOK() do { if (rl_test_give_up_hook) rl_test_give_up_hook(); } while (0)
+/* ... and on a spanning request's thread once its entry has dropped the
+ * segments' locks with parts waiting (segments.c): where a test grants
+ * them, so that an asynchronous request's completion runs and frees its
+ * parts before the entry returns. */
+extern void (*rl_test_span_entered_hook)(void) RL_HIDDEN;
+#define RL_TEST_SPAN_ENTERED_HOOK() \
+	do { if (rl_test_span_entered_hook) rl_test_span_entered_hook(); } while (0)
 #else
 #define RL_TEST_GIVE_UP_HOOK() ((void)0)
+#define RL_TEST_SPAN_ENTERED_HOOK() ((void)0)
 #endif
 
 #endif /* RANGELOCK_WAITING_H */

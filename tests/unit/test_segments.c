@@ -1368,6 +1368,71 @@ static void async_unlock(struct async_rec *q)
 		range_write_unlock(q->tree, &q->a.lock);
 }
 
+#ifdef TEST_HOOKS
+/*
+ * A spanning asynchronous request completes -- and its completion unlocks
+ * it, freeing its parts -- on another release in the window between its
+ * entry dropping the segments' locks and its submission returning: the
+ * submission must touch nothing of the parts there, statistics on or not
+ * (ASan reports a write to the freed parts otherwise).  The hook is that
+ * window: the holder unlocks there, on the submitting thread, which runs
+ * the completion at once.
+ */
+extern void (*rl_test_span_entered_hook)(void); /* RL_TEST_HOOKS */
+static struct range_lock_tree *entered_tree;
+static struct range_lock *entered_holder;
+
+static void grant_after_entry(void)
+{
+	struct range_lock *h = __atomic_exchange_n(&entered_holder, NULL, __ATOMIC_SEQ_CST);
+
+	if (h)
+		range_write_unlock(entered_tree, h);
+}
+
+static int entered_hook_off(void **state)
+{
+	(void)state;
+	rl_test_span_entered_hook = NULL;
+	return 0;
+}
+
+static void test_async_completes_in_submission(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock_stats st;
+	struct range_lock h;
+	struct async_rec a;
+
+	(void)state;
+	for (int stats = 0; stats < 2; stats++) {
+		seg_tree(&tree, 4, 2, false);
+		if (stats)
+			assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+		range_lock_init(&h, 1, 1);
+		range_write_lock(&tree, &h);
+		async_rec_init(&a, &tree, 0, 9, false, true); /* unlocks itself */
+		entered_tree = &tree;
+		__atomic_store_n(&entered_holder, &h, __ATOMIC_SEQ_CST);
+		rl_test_span_entered_hook = grant_after_entry;
+		assert_int_equal(async_submit(&a), -EINPROGRESS);
+		rl_test_span_entered_hook = NULL;
+		assert_null(__atomic_load_n(&entered_holder, __ATOMIC_SEQ_CST)); /* reached */
+		assert_int_equal(atomic_load(&a.calls), 1);
+		assert_int_equal(atomic_load(&a.status), 0);
+		assert_true(all_free(&tree, 0, 15, 2));
+		if (stats) {
+			assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+			assert_int_equal(st.write_acquired, 2 + 4); /* h, a, all_free's */
+			assert_int_equal(st.contended, 1);
+			assert_int_equal(st.held_now, 0);
+			assert_int_equal(st.waiting_now, 0);
+		}
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+#endif
+
 /* One cancel counted, nothing held or waiting. */
 static void expect_cancelled_once(struct range_lock_tree *tree)
 {
@@ -1976,6 +2041,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #ifdef TEST_HOOKS
 		cmocka_unit_test_setup_teardown(test_signal_as_part_granted, NULL, hook_off),
+		cmocka_unit_test_setup_teardown(test_async_completes_in_submission, NULL,
+						entered_hook_off),
 #endif
 #ifndef TEST_HOOKS_ONLY
 		cmocka_unit_test(test_geometry_matches_brute_force),
