@@ -295,13 +295,21 @@ int range_write_lock_async(struct range_lock_tree *tree, struct range_lock_async
  * bound tree it takes its OFD lock without waiting, or lets go locally. */
 static int rl_async_file_grant(struct range_lock_async *req)
 {
-	struct range_lock_tree *tree = req->tree_;
+	struct range_lock_tree *tree = req->tree_, *t;
 	struct range_lock *lock = &req->lock;
+	bool reader;
 
 	/* (A part of a spanning request has no tree_: segments.c.) */
 	if (__builtin_expect(!tree || rl_bound_file(file_of(tree)) == NULL, 1))
 		return 0;
-	return rl_file_acquire(is_reader(lock) ? "range_read_lock_async"
-					    : "range_write_lock_async",
-			    tree, lock, is_reader(lock), NULL, RL_FILE_TRY);
+	/* Its mode is a bit of its flags word, which the rebalancing of the
+	 * tree it is a node of rewrites (keeping the bit): read under that
+	 * tree's lock -- its segment's, on a tree with segments, where a
+	 * queued request lies within one stripe. */
+	t = is_segments(file_of(tree)) ? rl_seg_one(file_of(tree), lock) : tree;
+	tree_lock(t);
+	reader = is_reader(lock);
+	tree_unlock(t);
+	return rl_file_acquire(reader ? "range_read_lock_async" : "range_write_lock_async",
+			       tree, lock, reader, NULL, RL_FILE_TRY);
 }

@@ -1507,12 +1507,28 @@ int rl_seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 
 	if (f) {
 		/* The OFD level first, as on a tree without segments (grow.c);
-		 * only this request's user changes its range. */
+		 * only this request's user changes its range and mode.  Held
+		 * here first, and its mode: a spanning hold's in its span
+		 * (the owner's); one within one stripe is a node of its
+		 * segment's tree, whose flags word that tree's inserts and
+		 * erases rewrite, so under that segment's lock. */
 		uint64_t a = lock->start, b = lock->last;
-		bool reader = is_reader(lock);
+		bool reader;
 
-		if (!is_linked(lock))
-			rl_die("range_lock_shrink", lock, "range is not locked");
+		if (rl_seg_parts(s, a, b) == 1) {
+			struct range_lock_tree *t = rl_seg_tree(s, rl_seg_part(s, a, b, 0).seg);
+
+			tree_lock(t);
+			check_held("range_lock_shrink", t, lock, is_linked(lock) && is_reader(lock));
+			reader = is_reader(lock);
+			tree_unlock(t);
+		} else {
+			struct span *sp = (struct span *)(void *)lock->rb_left;
+
+			if (!is_linked(lock) || !sp || sp->top != tree)
+				rl_die("range_lock_shrink", lock, "range is not locked in this tree");
+			reader = sp->reader;
+		}
 		if (start > last || start < a || last > b || !rl_file_range_ok(start, last))
 			return -EINVAL;
 		if (a < start)

@@ -2027,6 +2027,79 @@ static void test_bound_file(void **state)
 	close(fd);
 }
 
+/*
+ * A bound tree's shrink and an asynchronous grant read a request's mode;
+ * within one stripe the request is a node of its segment's tree, whose
+ * flags word that tree's inserts and erases rewrite: they must read it
+ * under that segment's lock.  Another thread keeps inserting and erasing
+ * readers in the same segment meanwhile (a data race for ThreadSanitizer
+ * otherwise: the tsan build's unit_segments_* fail).  4 segments, stripes
+ * of 4: [0, 3] and [16 k, 16 k + 2] all lie in segment 0.
+ */
+static struct range_lock_tree race_tree;
+static atomic_int race_stop;
+
+static void *rebalance_segment0(void *arg)
+{
+	struct range_lock r[8];
+
+	(void)arg;
+	while (!atomic_load(&race_stop)) {
+		for (int i = 0; i < 8; i++) {
+			range_lock_init(&r[i], 16 * (i + 1), 16 * (i + 1) + 2);
+			range_read_lock(&race_tree, &r[i]);
+		}
+		for (int i = 0; i < 8; i++)
+			range_read_unlock(&race_tree, &r[i]);
+	}
+	return NULL;
+}
+
+static void test_bound_mode_reads(void **state)
+{
+	char path[] = "/tmp/rangelock-seg-XXXXXX";
+	int fd = mkstemp(path), other;
+	struct range_lock x;
+	struct async_rec a;
+	pthread_t th;
+	int shrunk = 0, granted = 0;
+
+	(void)state;
+	watchdog(120);
+	assert_true(fd >= 0);
+	other = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(other >= 0);
+	unlink(path);
+	seg_tree(&race_tree, 4, 2, false);
+	assert_int_equal(range_lock_tree_set_file(&race_tree, fd), 0);
+	atomic_store(&race_stop, 0);
+	assert_int_equal(pthread_create(&th, NULL, rebalance_segment0, NULL), 0);
+	for (int k = 0; k < 3000; k++) {
+		range_lock_init(&x, 0, 3);
+		range_read_lock(&race_tree, &x);
+		shrunk += range_lock_shrink(&race_tree, &x, 1, 2) == 0;
+		range_read_unlock(&race_tree, &x);
+		/* queued behind a writer, granted by its unlock */
+		range_lock_init(&x, 0, 3);
+		range_write_lock(&race_tree, &x);
+		async_rec_init(&a, &race_tree, 1, 2, true, true);
+		if (async_submit(&a) == -EINPROGRESS) {
+			range_write_unlock(&race_tree, &x);
+			granted += atomic_load(&a.calls) == 1 && atomic_load(&a.status) == 0;
+		} else {
+			range_write_unlock(&race_tree, &x);
+		}
+	}
+	atomic_store(&race_stop, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(shrunk, 3000);
+	assert_int_equal(granted, 3000);
+	assert_int_equal(ofd_probe(other, F_WRLCK, 0, 999), F_UNLCK);
+	assert_int_equal(range_lock_tree_destroy(&race_tree), 0);
+	close(other);
+	close(fd);
+}
+
 static void test_misuse_aborts(void **state)
 {
 	(void)state;
@@ -2069,6 +2142,7 @@ int main(void)
 		cmocka_unit_test(test_async_cancel_after_relock),
 		cmocka_unit_test(test_async_cancel_then_destroy),
 		cmocka_unit_test(test_bound_file),
+		cmocka_unit_test(test_bound_mode_reads),
 		cmocka_unit_test(test_misuse_aborts),
 #endif
 	};
