@@ -48,6 +48,11 @@
  * grow/shrink of held ranges; the shadow array then treats one thread's
  * requests as one owner (see multi_op() and README.md).
  *
+ * --bind binds the tree to a temporary file (range_lock_tree_set_file()):
+ * every call takes the OFD level too (alone on the file, it never waits
+ * there), and at the end another description of the file must find no
+ * lock left -- every hold, set, shrink and give-up gave its bytes back.
+ *
  * Lock types (--type): range (random ranges), range-full (every request is
  * [0, RANGE_LOCK_FULL]), rwlock (pthread_rwlock_t, writer-preferring),
  * mutex (pthread_mutex_t; readers lock it too), and two negative controls
@@ -72,6 +77,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -129,6 +135,7 @@ static struct options {
 	bool expect_fast_reads;    /* fail if no read hold was a fast one */
 	bool expect_word_mode;     /* fail if no word sleeper was ever seen */
 	bool stats_reader;         /* a helper reads the statistics all along */
+	bool bind;                 /* --bind: the tree bound to a temporary file */
 	double many_share;         /* percent of operations that lock a set */
 	double async_share;        /* percent of operations that submit asynchronously */
 	double grow_share;         /* percent of operations that grow/shrink */
@@ -262,6 +269,7 @@ struct unit_shadow {
 static struct unit_shadow *shadow;
 
 static struct range_lock_tree tree;
+static int bind_probe_fd = -1; /* --bind: another description of the file */
 static struct range_lock_stats tree_stats;
 static pthread_rwlock_t rwlock;
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -1664,8 +1672,16 @@ static void multi_op(struct slot *s, struct rng *r, bool set)
 		h.d[0].mode = h.d[1].mode = s->writer ? RANGE_LOCK_WRITE : RANGE_LOCK_READ;
 		INC(s->patterns);
 	} else if (set) {
+		/* A bound tree refuses sets whose ranges overlap with a writer
+		 * (its OFD level has one owner): disjoint slices there. */
+		uint64_t slice = (mr_set_hi() + 1) / h.n;
+
 		for (unsigned i = 0; i < h.n; i++) {
-			mr_range_in(r, 0, mr_set_hi(), &h.d[i].a, &h.d[i].b);
+			if (opt.bind)
+				mr_range_in(r, i * slice, (i + 1) * slice - 1, &h.d[i].a,
+					    &h.d[i].b);
+			else
+				mr_range_in(r, 0, mr_set_hi(), &h.d[i].a, &h.d[i].b);
 			h.d[i].mode = s->writer && (rnd(r) & 1) ? RANGE_LOCK_WRITE
 								 : RANGE_LOCK_READ;
 		}
@@ -2426,6 +2442,9 @@ static void usage(FILE *f)
 "  --stats-reader      a helper reads the statistics every 100 us during the\n"
 "                      run: counters only grow, peaks cover the current\n"
 "                      values, held/waiting stay within the threads' reach\n"
+"  --bind              bind the tree to a temporary file (after --segments):\n"
+"                      every hold takes its OFD lock too; at the end another\n"
+"                      description must find no lock left on the file\n"
 "  --help\n"
 "environment: RANGELOCK_TORTURE_DURATION_SCALE=F multiplies --duration by F\n"
 "  (0 < F <= 100; the test command's sanitizer and other-platform stages\n"
@@ -2512,7 +2531,7 @@ static void parse_options(int argc, char **argv)
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
 		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST, O_EXPWORD,
-		O_MANY, O_GROW, O_ASYNC, O_SEGMENTS, O_STATSREADER,
+		O_MANY, O_GROW, O_ASYNCSHARE, O_SEGMENTS, O_STATSREADER, O_BIND,
 	};
 	static const struct option longopts[] = {
 		{ "type", required_argument, 0, O_TYPE },
@@ -2549,11 +2568,12 @@ static void parse_options(int argc, char **argv)
 		{ "xunlock", required_argument, 0, O_XUNLOCK },
 		{ "many", required_argument, 0, O_MANY },
 		{ "grow", required_argument, 0, O_GROW },
-		{ "async", required_argument, 0, O_ASYNC },
+		{ "async", required_argument, 0, O_ASYNCSHARE },
 		{ "segments", required_argument, 0, O_SEGMENTS },
 		{ "expect-fast-reads", no_argument, 0, O_EXPFAST },
 		{ "expect-word-mode", no_argument, 0, O_EXPWORD },
 		{ "stats-reader", no_argument, 0, O_STATSREADER },
+		{ "bind", no_argument, 0, O_BIND },
 		{ "help", no_argument, 0, O_HELP },
 		{ 0, 0, 0, 0 },
 	};
@@ -2720,7 +2740,7 @@ static void parse_options(int argc, char **argv)
 			if (!parse_double(optarg, &opt.grow_share) || opt.grow_share > 100)
 				bad_option(name, optarg);
 			break;
-		case O_ASYNC:
+		case O_ASYNCSHARE:
 			if (!parse_double(optarg, &opt.async_share) || opt.async_share > 100)
 				bad_option(name, optarg);
 			break;
@@ -2743,6 +2763,9 @@ static void parse_options(int argc, char **argv)
 			break;
 		case O_STATSREADER:
 			opt.stats_reader = true;
+			break;
+		case O_BIND:
+			opt.bind = true;
 			break;
 		case O_HELP:
 		case 'h':
@@ -2781,6 +2804,13 @@ static void parse_options(int argc, char **argv)
 		bad_option("cancel-ms", "0");
 	if (opt.base > UINT64_MAX - (opt.pool - 1))
 		bad_option("base", "(base + pool - 1 must fit in 64 bits)");
+	if (opt.bind && (!type_is_range() || opt.expect_fast_reads ||
+			 opt.base > (uint64_t)INT64_MAX - (opt.pool - 1))) {
+		fprintf(stderr, "rangelock-torture: --bind needs a range type whose units "
+			"fit off_t, without --expect-fast-reads (bound trees never "
+			"read fast)\n");
+		exit(2);
+	}
 	if (opt.seg_n && (!type_is_range() || opt.expect_fast_reads)) {
 		fprintf(stderr, "rangelock-torture: --segments needs a range type, "
 			"without --expect-fast-reads\n");
@@ -3011,6 +3041,24 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		}
+		if (opt.bind) {
+			char path[] = "/tmp/rangelock-torture-XXXXXX";
+			int fd = mkstemp(path);
+
+			bind_probe_fd = fd < 0 ? -1 : open(path, O_RDWR | O_CLOEXEC);
+			if (fd < 0 || bind_probe_fd < 0) {
+				perror("rangelock-torture: --bind: a temporary file");
+				return 2;
+			}
+			unlink(path);
+			rc = range_lock_tree_set_file(&tree, fd);
+			close(fd); /* (the tree keeps its own description) */
+			if (rc) {
+				fprintf(stderr, "rangelock-torture: range_lock_tree_set_file: "
+					"%d\n", rc);
+				return 2;
+			}
+		}
 		rc = opt.stats == STATS_START ?
 		     range_lock_tree_enable_stats(&tree, &tree_stats) : 0;
 		if (rc) {
@@ -3226,6 +3274,19 @@ int main(int argc, char **argv)
 			check_tree_stats_mid(&st, stats_before, stats_after);
 		else
 			check_tree_stats(&st);
+		if (opt.bind) {
+			/* Every hold gave back its OFD lock: another description
+			 * of the file finds none. */
+			struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+					    .l_start = 0, .l_len = 0 };
+
+			if (fcntl(bind_probe_fd, F_OFD_GETLK, &fl))
+				error("--bind: F_OFD_GETLK: %s", strerror(errno));
+			else if (fl.l_type != F_UNLCK)
+				error("--bind: an OFD lock is left on the file at the end: "
+				      "%s [%lld, +%lld]", fl.l_type == F_RDLCK ? "read" : "write",
+				      (long long)fl.l_start, (long long)fl.l_len);
+		}
 		destroyed = range_lock_tree_destroy(&tree);
 		if (destroyed) {
 			error("range_lock_tree_destroy returned %d (%s): requests left in"
