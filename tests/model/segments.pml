@@ -79,8 +79,15 @@
  * CONFIGURATIONS: CFG_SPAN (default): thread 0 writes [1,2] (spanning);
  * thread 1 any spanning or single range, any mode, plain / timed / try;
  * thread 2 any single-segment range, any mode, plain / timed.  CFG_GROW:
- * thread 0 holds [1,1] (segment 0) and grows to [1,2] or [1,3] (into
- * segment 1; plain or timed); threads 1 and 2 as below.  CFG_SEG3: 3
+ * thread 0 holds [1,1] or [1,2] and grows (plain or timed): a hull in a
+ * segment it holds, a new part in one it does not, or both; threads 1 and
+ * 2 as in init.  "Held", for a growth, is the WHOLE request's hold: a span
+ * holds once its thread has claimed it (hflag), a CAS against the span's
+ * revocation count (gen) read before its pass over the parts; a growth
+ * puts a blocker on a later span's granted part (a revocation) rather
+ * than wait for it.  CFG_WRAP (with CFG_GROW): stripes of one unit that
+ * wrap, unit u in segment u mod 2, where a span's thread can pass a part
+ * that a growth then revokes.  CFG_SEG3: 3
  * segments; thread 0 writes [1,4] (all three), plain or timed; thread 1
  * [3,4] (two), [2,3] (the middle one) or [0,5] (all), any mode, plain /
  * timed / try; thread 2 [2,2], [3,3] (middle) or [5,5], any mode, plain /
@@ -106,6 +113,12 @@
  *                    intersecting or not (precision)
  *   GROW_NO_RAISE    a growth entering a segment does not raise that
  *                    segment's seqnum counter past its own seqnum (CFG_GROW)
+ *   GROW_PART_HELD   a growth takes a span's granted part for a holder
+ *                    (a segment's own grow would): deadlock (CFG_GROW)
+ *   CLAIM_IGNORES_REVOCATION  a span's claim ignores a revocation since
+ *                    its pass began: exclusion (CFG_GROW, CFG_WRAP)
+ *   GROW_MERGE_NO_RECOUNT  the merge of a grown hull keeps both blockers
+ *                    of a request that counted the growth and the owner
  *   NO_MIDDLE_PART   a request spanning three segments inserts parts in
  *                    its first and last only (CFG_SEG3)
  *   SHRINK_DESCENDING  the shrink takes its locks descending (CFG_SHRINK)
@@ -134,6 +147,9 @@
 #endif
 #else
 #define NS 2
+#endif
+#if defined(CFG_WRAP) && (defined(CFG_SEG3) || !defined(CFG_GROW))
+#error "CFG_WRAP is a CFG_GROW configuration (2 segments)"
 #endif
 #if (defined(MUT_EARLY_RELEASE) || defined(MUT_HAND_OVER_HAND)) && \
     (!defined(FIFO) || defined(CFG_GROW))
@@ -175,6 +191,12 @@ bit  ho[NQ];		/* HANDOFF mark */
 bit  el[NQ];		/* ELIGIBLE */
 bit  ent[NQ];		/* entering: seen so only in the two mutants of
 			 * one-segment-at-a-time entry */
+bit  spn[NQ];		/* entered over several segments: a span (S7) */
+bit  hflag[NQ];		/* the span's HELD bit (CFG_GROW): set by its
+			 * thread's claim, a CAS that fails if a granted
+			 * part was revoked since the thread's pass began */
+byte gen[NQ];		/* revocations of the span's granted parts (a
+			 * growth's blocker on a part whose count is 0) */
 
 /* ---- ghosts -------------------------------------------------------- */
 bit  incs[NQ];		/* the owner is in its critical section */
@@ -200,12 +222,31 @@ hidden byte fmd[NT], wk[NT];	/* configuration */
 #define SPAN(r)    (NPIN(r) > 1)
 #define HELD(r)    (INR(r) && TOT(r) == 0 && !el[r] && !ent[r])
 #define CONFL(a, b) (!(rd[a] && rd[b]))
-#define ISECT(a, b) (st[a] <= la[b] && st[b] <= la[a])
+#define RISECT(a, b) (st[a] <= la[b] && st[b] <= la[a])
+/* the growth's units are its parts (two pieces may leave a gap) */
+#define GMEET(gr, r, g) (pin[P(gr, g)] && pst[P(gr, g)] <= la[r] && st[r] <= pla[P(gr, g)])
+#define GISECT(gr, r) (GMEET(gr, r, 0) || GMEET(gr, r, NS - 1))
+#define ISECT(a, b) (ISG(a) -> GISECT(a, b) : (ISG(b) -> GISECT(b, a) : RISECT(a, b)))
 #define PISECT(p, q) (pst[p] <= pla[q] && pst[q] <= pla[p])
-/* hull of request r in segment g (r's range meets g) */
-#define HST(r, g)  (st[r] > 2 * (g) -> st[r] : 2 * (g))
-#define HLA(r, g)  (la[r] < 2 * (g) + 1 -> la[r] : 2 * (g) + 1)
-#define MEETSEG(r, g) (st[r] <= 2 * (g) + 1 && 2 * (g) <= la[r])
+/* hull in segment g of a range [a, b] that meets g; the segments a range
+ * meets are SEGLO..SEGHI */
+#ifndef CFG_WRAP
+/* two units a segment: segment g holds units 2g and 2g + 1 */
+#define RHST(a, g) ((a) > 2 * (g) -> (a) : 2 * (g))
+#define RHLA(b, g) ((b) < 2 * (g) + 1 -> (b) : 2 * (g) + 1)
+#define SEGLO(a, b) ((a) / 2)
+#define SEGHI(a, b) ((b) / 2)
+#else
+/* stripes of one unit that wrap: unit u in segment u mod 2, so a hull
+ * covers units of the other segment (precision: two parts meet in g
+ * exactly when their ranges share a unit of g) */
+#define RHST(a, g) ((a) + (((a) + (g)) % 2))
+#define RHLA(b, g) ((b) - (((b) + (g)) % 2))
+#define SEGLO(a, b) ((b) > (a) -> 0 : (a) % 2)
+#define SEGHI(a, b) ((b) > (a) -> 1 : (a) % 2)
+#endif
+#define HST(r, g)  RHST(st[r], g)
+#define HLA(r, g)  RHLA(la[r], g)
 #define SQ(r, g)   psq[P(r, g)]
 /* mutant NO_MIDDLE_PART: a spanning request inserts no part in the
  * segments strictly between its first and its last */
@@ -218,8 +259,19 @@ hidden byte fmd[NT], wk[NT];	/* configuration */
 /* precedes(Q, R) in segment g (docs/design.md section 12, seqnums
  * compared across segments: Lamport seqnums, rule S3) */
 #define PREC_NN(q, r, g) (SQ(q, g) < SQ(r, g))
-#define PREC_NG(q, r, g) (SQ(q, g) <= SQ(r, g) || HELD(q))
-#define PREC_GN(q, r, g) (SQ(r, g) > SQ(q, g) && !HELD(r))
+/* "held", for a growth: the whole request holds -- a spanning request's
+ * granted part does not, while another part waits (S7).  The mutant
+ * GROW_PART_HELD takes a part's count 0 for a hold, as a segment's own
+ * grow (protocol.c) would.  A span holds once its thread has claimed it
+ * (hflag); a single-segment request when its count is 0, as in a plain
+ * tree */
+#ifndef MUT_GROW_PART_HELD
+#define GHELD(q, g) (spn[q] -> hflag[q] : HELD(q))
+#else
+#define GHELD(q, g) (HELD(q) || hflag[q] || (pcnt[P(q, g)] == 0 && !el[q] && !ent[q]))
+#endif
+#define PREC_NG(q, r, g) (SQ(q, g) <= SQ(r, g) || GHELD(q, g))
+#define PREC_GN(q, r, g) (SQ(r, g) > SQ(q, g) && !GHELD(r, g))
 #define PREC(q, r, g) (ISG(q) -> PREC_GN(q, r, g) : \
 		       (ISG(r) -> PREC_NG(q, r, g) : PREC_NN(q, r, g)))
 #ifndef MUT_SEG_GRANULAR
@@ -335,9 +387,9 @@ inline put_blocker(r, g)
 	if
 	:: TOT(r) == 0 && !ent[r] && !rel[r] ->	/* (not one giving up) */
 		if
-		:: FIFO_TREE || ho[r] -> granted(r)
-		:: !FIFO_TREE && !ho[r] -> granted(r)		/* spinning */
-		:: !FIFO_TREE && !ho[r] -> el[r] = 1		/* asleep */
+		:: FIFO_TREE || ho[r] || spn[r] || ISG(r) -> granted(r)
+		:: !FIFO_TREE && !ho[r] && !spn[r] && !ISG(r) -> granted(r)	/* spinning */
+		:: !FIFO_TREE && !ho[r] && !spn[r] && !ISG(r) -> el[r] = 1	/* asleep */
 		fi
 	:: else
 	fi
@@ -346,13 +398,17 @@ inline put_blocker(r, g)
 /* one blocker more on r's part in g: never on a held request */
 inline add_blocker(r, g)
 {
-	assert(!HELD(r) && !ent[r]);
+	assert(!(spn[r] -> hflag[r] : HELD(r)) && !ent[r]);
 	if
-	:: TOT(r) == 0 -> assert(el[r]); el[r] = 0
+	:: TOT(r) == 0 && !spn[r] -> assert(el[r]); el[r] = 0
 	:: else
 	fi;
 	if
-	:: pcnt[P(r, g)] == 0 -> nwait[g]++
+	:: pcnt[P(r, g)] == 0 -> nwait[g]++;
+		if
+		:: spn[r] -> gen[r]++	/* a granted part revoked (CFG_GROW) */
+		:: else
+		fi
 	:: else
 	fi;
 	pcnt[P(r, g)]++
@@ -433,6 +489,9 @@ inline unlock_mine()
 proctype thread(byte t)
 {
 	byte lo, hi, j, k, s, sc, mn, kind, d;
+#ifdef CFG_GROW
+	byte c, g, gs, gl, glo, ghi, gv, kk;	/* the grow; the claim's pass */
+#endif
 #ifdef CFG_SHRINK
 	byte ns, nl;	/* the kept range */
 	short cm;	/* who counted which part (the walks) */
@@ -470,7 +529,7 @@ proctype thread(byte t)
 		:: wk[t] & K_TIMED -> kind = K_TIMED
 		:: wk[t] & K_TRY -> kind = K_TRY
 		fi;
-		lo = st[t] / 2; hi = la[t] / 2
+		lo = SEGLO(st[t], la[t]); hi = SEGHI(st[t], la[t])
 	}
 
 #if !defined(MUT_EARLY_RELEASE) && !defined(MUT_HAND_OVER_HAND)
@@ -595,6 +654,7 @@ enter:	/* S3: one arrival under all of them */
 				/* S5: a spanning waiter is marked at entry */
 				ho[t] = (!FIFO_TREE && hi > lo && sc > 0)
 			fi;
+			spn[t] = (hi > lo);
 			j = 0; k = 0;
 			d_step {
 				do
@@ -622,7 +682,7 @@ enter:	/* S3: one arrival under all of them */
 	:: k <= hi ->
 		atomic {
 			if
-			:: k == lo -> ent[t] = 1; arr[t] = clk; clk++
+			:: k == lo -> ent[t] = 1; arr[t] = clk; clk++; spn[t] = (hi > lo)
 			:: else
 			fi;
 			pst[P(t, k)] = HST(t, k); pla[P(t, k)] = HLA(t, k);
@@ -683,7 +743,35 @@ enter:	/* S3: one arrival under all of them */
 
 swait:	/* wait for the word */
 	if
+#ifndef CFG_GROW
+	/* without growths a part's count never rises again: the pass over
+	 * the parts and the claim (below) are this one atomic test */
 	:: atomic { HELD(t) -> shadow_check(t); incs[t] = 1 }
+#else
+	:: atomic { !spn[t] && HELD(t) -> shadow_check(t); incs[t] = 1 }
+	/* A span (S7): the thread reads the span's word, waits for each part
+	 * in turn, then claims the hold with a CAS of the word, which fails
+	 * if a growth revoked a granted part meanwhile: then a new pass. */
+	:: atomic { spn[t] && kk == 0 -> gv = gen[t]; kk = lo + 1 }; goto swait
+	:: atomic { spn[t] && kk > 0 && kk <= hi + 1 &&
+		    (!pin[P(t, kk - 1)] || pcnt[P(t, kk - 1)] == 0) -> kk++ }; goto swait
+	:: spn[t] && kk == hi + 2 ->
+		atomic {
+			if
+#ifndef MUT_CLAIM_IGNORES_REVOCATION
+			:: gen[t] == gv ->
+#else
+			:: true ->	/* mutant: the claim ignores a revocation */
+#endif
+				hflag[t] = 1; shadow_check(t); incs[t] = 1; ok = 1
+			:: else -> kk = 0; ok = 0
+			fi
+		};
+		if
+		:: !ok -> goto swait
+		:: else -> kk = 0
+		fi
+#endif
 	:: el[t] ->		/* claim (single-segment only) */
 		LOCK(lo);
 		atomic {
@@ -822,103 +910,197 @@ swait:	/* wait for the word */
 	fi;
 
 #ifdef CFG_GROW
-	/* S7: thread 0 (holding [1,1]) may grow into segment 1 */
+	/* S7: thread 0, holding [1,1] (segment 0) or [1,2] (both), grows:
+	 * a hull grows in a segment it holds ([1,1] -> [0,1]), a new part in
+	 * a segment it does not hold ([1,1] -> [1,2] or [1,3]), or both */
 	if
 	:: t == 0 ->
 		atomic {
 			if
-			:: d = 2
-			:: d = 3
+#ifdef CFG_WRAP
+			:: true -> c = 0;	/* [0,0] grows */
+				if
+				:: d = 1
+				:: d = 2
+				:: d = 3
+				fi
+#else
+			:: la[0] == 1 ->
+				if
+				:: c = 0; d = 1
+				:: c = 1; d = 2
+				:: c = 1; d = 3
+				:: c = 0; d = 2
+				:: c = 0; d = 3
+				fi
+			:: else ->
+				if
+				:: c = 0; d = 2
+				:: c = 1; d = 3
+				:: c = 0; d = 3
+				fi
+#endif
 			fi;
 			if
 			:: kind = K_PLAIN
 			:: kind = K_TIMED
 			fi
 		}
-		LOCK(0); LOCK(1);
+		/* the locks of every segment of the new range, ascending */
+		atomic { glo = SEGLO(c, d); ghi = SEGHI(c, d) }
+		LOCK(glo);
+		if
+		:: ghi > glo -> LOCK(ghi)
+		:: else
+		fi;
 		atomic {
-			/* the growth: the added part [2, d], in segment 1 only,
-			 * at the owner's seqnum */
-			st[GR] = 2; la[GR] = d; rd[GR] = rd[0];
-			s = SQ(0, 0);
-			pst[P(GR, 1)] = 2; pla[P(GR, 1)] = d; psq[P(GR, 1)] = s;
-#ifndef MUT_GROW_NO_RAISE
-			/* every insertion raises the segment's counter past its
-			 * seqnum (Lamport): later arrivals come after the growth */
-			if
-			:: gseq[1] <= s -> gseq[1] = s + 1
-			:: else
-			fi;
-#endif
-			sc = 0; j = 0;
+			/* the growth: in each segment, the units added there (the
+			 * new hull less the old one: one piece with two units a
+			 * segment), at the owner's seqnum s */
+			s = SQ(0, lo); rd[GR] = rd[0]; sc = 0;
+			g = glo;
 			do
-			:: j < NQ ->
+			:: g <= ghi ->
+				gs = RHST(c, g); gl = RHLA(d, g);
 				if
-				:: j != GR && j != 0 && pin[P(j, 1)] && MEET(j, GR, 1) &&
-				   CONFL(j, GR) ->
+				:: pin[P(0, g)] && pst[P(0, g)] == gs && pla[P(0, g)] == gl ->
+					gs = 255	/* nothing added here */
+				:: pin[P(0, g)] && gs < pst[P(0, g)] -> gl = pst[P(0, g)] - 1
+				:: pin[P(0, g)] && gs == pst[P(0, g)] && gl > pla[P(0, g)] ->
+					gs = pla[P(0, g)] + 1
+				:: !pin[P(0, g)]
+				fi;
+				if
+				:: gs != 255 ->
+					pst[P(GR, g)] = gs; pla[P(GR, g)] = gl; psq[P(GR, g)] = s;
+#ifndef MUT_GROW_NO_RAISE
+					/* every insertion raises the segment's counter
+					 * past its seqnum (Lamport): later arrivals come
+					 * after the growth */
 					if
-					:: PREC_NG(j, GR, 1) -> sc++
-					:: else -> add_blocker(j, 1)	/* later waiter */
-					fi
+					:: gseq[g] <= s -> gseq[g] = s + 1
+					:: else
+					fi;
+#endif
+					pin[P(GR, g)] = 1; k = 0;
+					j = 0;
+					do
+					:: j < NQ ->
+						if
+						:: j != GR && j != 0 && pin[P(j, g)] && MEET(j, GR, g) &&
+						   CONFL(j, GR) ->
+							if
+							:: PREC_NG(j, GR, g) -> k++
+							:: else -> add_blocker(j, g)	/* later waiter */
+							fi
+						:: else
+						fi;
+						j++
+					:: else -> break
+					od;
+					j = 0;
+					pcnt[P(GR, g)] = k;
+					if
+					:: k > 0 -> nwait[g]++
+					:: else
+					fi;
+					sc = sc + k; k = 0
 				:: else
 				fi;
-				j++
+				g++
 			:: else -> break
 			od;
-			j = 0;
-			pin[P(GR, 1)] = 1; pcnt[P(GR, 1)] = sc;
-			/* no blocker: merged at once, the locks still held */
+			g = 0; gs = 0; gl = 0;
+			/* no blocker: merged at once, the locks still held; else
+			 * marked (the default policy: never overtaken) and waits */
 			if
-			:: sc > 0 -> nwait[1]++; ok = 0; lk[0] = 0; lk[1] = 0
+			:: sc > 0 -> ho[GR] = !FIFO_TREE; ok = 0; lk[glo] = 0; lk[ghi] = 0
 			:: else -> ok = 1
 			fi;
 			sc = 0;
 			check_inv()
 		}
 gwait:		if
-		:: ok || HELD(GR) ->	/* merge, under both locks */
+		:: ok || HELD(GR) ->	/* merge, under the locks */
 			if
 			:: ok -> skip
-			:: else -> LOCK(0); LOCK(1)
+			:: else ->
+				LOCK(glo);
+				if
+				:: ghi > glo -> LOCK(ghi)
+				:: else
+				fi
 			fi;
 			atomic {
 				assert(HELD(GR));
 				granted(GR);
-				pin[P(0, 1)] = 1; pst[P(0, 1)] = 2; pla[P(0, 1)] = d;
-				psq[P(0, 1)] = SQ(GR, 1); pcnt[P(0, 1)] = 0;
-				pin[P(GR, 1)] = 0; pst[P(GR, 1)] = 0; pla[P(GR, 1)] = 0;
-				psq[P(GR, 1)] = 0;
+				g = glo;
+				do
+				:: g <= ghi && pin[P(GR, g)] && pin[P(0, g)] ->
+					/* the owner's hull takes the added units: a request
+					 * that counted both counts it once */
+					j = 0;
+					do
+					:: j < NQ ->
+						if
+						:: COUNTS(GR, j, g) && COUNTS(0, j, g) ->
+#ifndef MUT_GROW_MERGE_NO_RECOUNT
+							put_blocker(j, g)
+#else
+							skip
+#endif
+						:: else
+						fi;
+						j++
+					:: else -> break
+					od;
+					j = 0;
+					pst[P(0, g)] = (pst[P(GR, g)] < pst[P(0, g)] -> pst[P(GR, g)] : pst[P(0, g)]);
+					pla[P(0, g)] = (pla[P(GR, g)] > pla[P(0, g)] -> pla[P(GR, g)] : pla[P(0, g)]);
+					pin[P(GR, g)] = 0; pst[P(GR, g)] = 0; pla[P(GR, g)] = 0;
+					psq[P(GR, g)] = 0;
+					g++
+				:: g <= ghi && pin[P(GR, g)] && !pin[P(0, g)] ->
+					/* a new part: the growth's becomes the owner's */
+					pin[P(0, g)] = 1; pst[P(0, g)] = pst[P(GR, g)];
+					pla[P(0, g)] = pla[P(GR, g)]; psq[P(0, g)] = psq[P(GR, g)];
+					pcnt[P(0, g)] = 0;
+					pin[P(GR, g)] = 0; pst[P(GR, g)] = 0; pla[P(GR, g)] = 0;
+					psq[P(GR, g)] = 0;
+					g++
+				:: g <= ghi && !pin[P(GR, g)] -> g++
+				:: else -> break
+				od;
+				g = 0;
 				st[GR] = 0; la[GR] = 0; rd[GR] = 0;
-				la[0] = d; hi = 1;
+				st[0] = c; la[0] = d; lo = glo; hi = ghi;
+				spn[0] = (hi > lo); hflag[0] = spn[0];	/* it holds */
 				shadow_check(0);
-				lk[0] = 0; lk[1] = 0;
+				lk[glo] = 0; lk[ghi] = 0;
 				check_inv()
 			}
-		:: el[GR] ->
-			LOCK(1);
-			atomic {
-				if
-				:: el[GR] -> el[GR] = 0
-				:: else
-				fi;
-				lk[1] = 0;
-				check_inv()
-			};
-			goto gwait
 		:: kind == K_TIMED && !HELD(GR) ->
-			LOCK(0); LOCK(1);
+			LOCK(glo);
+			if
+			:: ghi > glo -> LOCK(ghi)
+			:: else
+			fi;
 			atomic {
 				if
-				:: pcnt[P(GR, 1)] == 0 -> el[GR] = 0; ok = 1
+				:: TOT(GR) == 0 -> ok = 1	/* granted meanwhile: keep */
 				:: else ->
-					remove_part(GR, 1);
+					ho[GR] = 0; late[GR] = 0;	/* it leaves */
+					g = 0;
+					do
+					:: g < NS && pin[P(GR, g)] -> remove_part(GR, g); g++
+					:: g < NS && !pin[P(GR, g)] -> g++
+					:: else -> break
+					od;
+					g = 0;
 					st[GR] = 0; la[GR] = 0; rd[GR] = 0;
-					assert(la[0] == 1 && !pin[P(0, 1)]);
-					ok = 0
-				fi;
-				if
-				:: ok -> skip
-				:: else -> lk[0] = 0; lk[1] = 0
+					assert(st[0] != c || la[0] != d);	/* unchanged */
+					ok = 0;
+					lk[glo] = 0; lk[ghi] = 0
 				fi;
 				check_inv()
 			};
@@ -927,7 +1109,7 @@ gwait:		if
 			:: else
 			fi
 		fi;
-		ok = 0; d = 0; s = 0; kind = 0
+		ok = 0; c = 0; d = 0; s = 0; kind = 0; glo = 0; ghi = 0
 	:: else
 	fi;
 #endif
@@ -1050,6 +1232,7 @@ done:	skip;
 	d_step {
 		assert(!INR(t) && !incs[t]);
 		rel[t] = 0; rd[t] = 0; st[t] = 0; la[t] = 0; ho[t] = 0; el[t] = 0;
+		spn[t] = 0; hflag[t] = 0; gen[t] = 0;
 		late[t] = 0; arr[t] = 0; k = 0; lo = 0; hi = 0; kind = 0; ok = 0; mk = 0; s = 0
 	}
 }
@@ -1057,13 +1240,21 @@ done:	skip;
 init
 {
 	atomic {
-#ifdef CFG_GROW
-		/* thread 0: [1,1], any mode, then grows into segment 1 */
-		rmask[0] = 4; fmd[0] = ANY; wk[0] = K_PLAIN;
-		/* thread 1: spanning [1,2] or in segment 1 */
+#if defined(CFG_GROW) && defined(CFG_WRAP)
+		/* wrapping stripes: thread 0 holds [0,0] and grows over
+		 * [1,1], [2,2] or [3,3]; thread 1 spans: [2,3] (its part in
+		 * segment 0 is waited for first) or [1,2], or holds [2,2];
+		 * thread 2 holds or waits in one segment, or spans [1,3] */
+		rmask[0] = 1; fmd[0] = ANY; wk[0] = K_PLAIN;
 		rmask[1] = 8 | 16 | 32; fmd[1] = ANY; wk[1] = K_PLAIN;
-		/* thread 2: segment 1 or spanning, plain or timed */
-		rmask[2] = 8 | 32 | 64; fmd[2] = ANY; wk[2] = K_PLAIN | K_TIMED;
+		rmask[2] = 4 | 64 | 512; fmd[2] = ANY; wk[2] = K_PLAIN | K_TIMED;
+#elif defined(CFG_GROW)
+		/* thread 0: [1,1] or [1,2], any mode, then grows */
+		rmask[0] = 4 | 8; fmd[0] = ANY; wk[0] = K_PLAIN;
+		/* thread 1: spanning [0,2] or [1,2], or in one segment */
+		rmask[1] = 1 | 8 | 32 | 256; fmd[1] = ANY; wk[1] = K_PLAIN;
+		/* thread 2: one segment or spanning, plain or timed */
+		rmask[2] = 2 | 8 | 64; fmd[2] = ANY; wk[2] = K_PLAIN | K_TIMED;
 #elif defined(CFG_SEG3)
 		/* thread 0: a writer spanning all three segments, [1,4],
 		 * plain or timed (a give-up with a part in the middle) */
