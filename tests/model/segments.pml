@@ -119,6 +119,11 @@
  *                    its pass began: exclusion (CFG_GROW, CFG_WRAP)
  *   GROW_MERGE_NO_RECOUNT  the merge of a grown hull keeps both blockers
  *                    of a request that counted the growth and the owner
+ *   CLAIM_LATE_READ  the claim's CAS compares against the hold word read
+ *                    after the wait for the last part, not before the
+ *                    pass: exclusion (CFG_GROW, CFG_WRAP)
+ *   MERGE_NO_HFLAG   an owner that becomes a span at the merge is not
+ *                    marked held (CFG_GROW)
  *   NO_MIDDLE_PART   a request spanning three segments inserts parts in
  *                    its first and last only (CFG_SEG3)
  *   SHRINK_DESCENDING  the shrink takes its locks descending (CFG_SHRINK)
@@ -346,6 +351,10 @@ inline check_inv()
 		:: hr < NQ ->
 			assert(!el[hr] || (TOT(hr) == 0 && !FIFO_TREE && !SPAN(hr)));
 			assert(!ho[hr] || (TOT(hr) > 0 && !FIFO_TREE));
+#ifdef CFG_GROW
+			/* a span in its critical section has claimed its hold */
+			assert(!(spn[hr] && incs[hr]) || hflag[hr]);
+#endif
 			hr++
 		:: else -> break
 		od;
@@ -617,7 +626,7 @@ enter:	/* S3: one arrival under all of them */
 					:: j < NQ ->
 						if
 						:: j != t && pin[P(j, k)] && MEET(j, t, k) &&
-						   CONFL(j, t) -> add_blocker(j, k)
+						   CONFL(j, t) -> assert(!HELD(j)); add_blocker(j, k)
 						:: else
 						fi;
 						j++
@@ -754,7 +763,15 @@ swait:	/* wait for the word */
 	 * if a growth revoked a granted part meanwhile: then a new pass. */
 	:: atomic { spn[t] && kk == 0 -> gv = gen[t]; kk = lo + 1 }; goto swait
 	:: atomic { spn[t] && kk > 0 && kk <= hi + 1 &&
-		    (!pin[P(t, kk - 1)] || pcnt[P(t, kk - 1)] == 0) -> kk++ }; goto swait
+		    (!pin[P(t, kk - 1)] || pcnt[P(t, kk - 1)] == 0) ->
+#ifdef MUT_CLAIM_LATE_READ
+		/* mutant: the hold word is read after the wait for the last part */
+		if
+		:: kk == hi + 1 -> gv = gen[t]
+		:: else
+		fi;
+#endif
+		kk++ }; goto swait
 	:: spn[t] && kk == hi + 2 ->
 		atomic {
 			if
@@ -1074,7 +1091,12 @@ gwait:		if
 				g = 0;
 				st[GR] = 0; la[GR] = 0; rd[GR] = 0;
 				st[0] = c; la[0] = d; lo = glo; hi = ghi;
-				spn[0] = (hi > lo); hflag[0] = spn[0];	/* it holds */
+				spn[0] = (hi > lo);
+#ifndef MUT_MERGE_NO_HFLAG
+				hflag[0] = spn[0];	/* it holds */
+#else
+				hflag[0] = 0;	/* mutant: the owner turned span is not marked held */
+#endif
 				shadow_check(0);
 				lk[glo] = 0; lk[ghi] = 0;
 				check_inv()
