@@ -455,6 +455,11 @@ RANGELOCK_API int range_lock_tree_set_fast_read(struct range_lock_tree *tree, in
  *     message: never success for a range not locked at the second level.
  *   - Statistics and the dump describe the local level only.
  *
+ * A tree with segments (range_lock_tree_set_segments()) may be bound
+ * before or after the split, and stays bound through a re-split or a
+ * merge: every request, within one stripe or spanning segments, takes the
+ * OFD lock of its whole range once it holds it locally.
+ *
  * What a bound tree does to the rest of the process:
  *   - Descriptors: the first bind of a file (device and inode) reopens it
  *     through /proc/self/fd/@fd, O_RDWR | O_CLOEXEC, into the process's one
