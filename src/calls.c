@@ -377,11 +377,19 @@ trylock_two_levels(const char *call, struct range_lock_tree *tree,
 			struct range_lock_tree *t = rl_seg_one(f, lock);
 			int r;
 
-			file_range_bad(call, tree, lock, false); /* if bound */
+			if (is_unbound_segments(f)) {
+				if (t) /* within one stripe: that segment's tree */
+					return rl_trylock_in(call, t, lock, reader,
+							     CHECKS_SITE(site));
+				return rl_seg_lock(call, tree, lock, reader, NULL, 0,
+						   CHECKS_SITE(site));
+			}
+			/* bound: the local level in the segments, then the file */
+			file_range_bad(call, tree, lock, false);
 			r = t ? rl_trylock_in(call, t, lock, reader, CHECKS_SITE(site))
 			      : rl_seg_lock(call, tree, lock, reader, NULL, 0,
 					    CHECKS_SITE(site));
-			if (r == 1 && !is_unbound_segments(f) &&
+			if (r == 1 &&
 			    rl_file_acquire(call, tree, lock, reader, NULL, RL_FILE_TRY))
 				return 0; /* and unlocked locally */
 			return r;
