@@ -820,8 +820,8 @@ void rl_revoke_fast_readers(struct range_lock_tree *tree)
  * Under tree_lock, in the read slow path: allow fast reads again once the
  * delay has passed with no writer in the tree.  Never with statistics (they
  * count in the tree), a file binding (the second level is taken per
- * request; a bound tree's segments: RL_TREE_NO_BIAS), in the checking mode (it checks every request in the tree) or
- * when the user turned it off.
+ * request; a bound tree's segments: RL_TREE_NO_BIAS), in the checking mode
+ * (it checks every request in the tree) or when the user turned it off.
  */
 void rl_maybe_bias(struct range_lock_tree *tree)
 {

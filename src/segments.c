@@ -1547,12 +1547,13 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 {
 	struct rl_segments *s = segments_of(tree);
 	unsigned n = rl_seg_parts(s, lock->start, lock->last);
+	struct range_lock_file *f = rl_bound_file(file_of(tree));
 	struct span *sp;
 
 	if (n == 1) {
 		/* (A bound tree's OFD lock converts first, as on any tree.) */
-		if (rl_bound_file(file_of(tree)))
-			rl_file_downgrade(rl_bound_file(file_of(tree)), lock->start, lock->last);
+		if (f)
+			rl_file_downgrade(f, lock->start, lock->last);
 		range_downgrade_write(rl_seg_tree(s, rl_seg_part(s, lock->start,
 								  lock->last, 0).seg), lock);
 		return;
@@ -1562,8 +1563,8 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 		rl_die("range_downgrade_write", lock, "range is not locked in this tree");
 	if (sp->reader)
 		rl_die("range_downgrade_write", lock, "range is held for reading, not writing");
-	if (rl_bound_file(file_of(tree)))
-		rl_file_downgrade(rl_bound_file(file_of(tree)), lock->start, lock->last);
+	if (f)
+		rl_file_downgrade(f, lock->start, lock->last);
 	/* Each part in its segment: a reader of one segment's units may go
 	 * ahead once that part is a reader. */
 	for (unsigned i = 0; i < sp->n; i++)
