@@ -82,10 +82,10 @@
  * thread 0 holds [1,1] or [1,2] and grows (plain or timed): a hull in a
  * segment it holds, a new part in one it does not, or both; threads 1 and
  * 2 as in init.  "Held", for a growth, is the WHOLE request's hold: a span
- * holds once its thread has claimed it (hflag), a CAS against the span's
- * revocation count (gen) read before its pass over the parts; a growth
- * puts a blocker on a later span's granted part (a revocation) rather
- * than wait for it.  CFG_WRAP (with CFG_GROW): stripes of one unit that
+ * holds once its thread has claimed it (hflag): after its pass over the
+ * parts, under the locks of all its segments, if every part is still
+ * granted; a growth puts a blocker on a later span's granted part (a
+ * revocation) rather than wait for it.  CFG_WRAP (with CFG_GROW): stripes of one unit that
  * wrap, unit u in segment u mod 2, where a span's thread can pass a part
  * that a growth then revokes.  CFG_SEG3: 3
  * segments; thread 0 writes [1,4] (all three), plain or timed; thread 1
@@ -115,13 +115,13 @@
  *                    segment's seqnum counter past its own seqnum (CFG_GROW)
  *   GROW_PART_HELD   a growth takes a span's granted part for a holder
  *                    (a segment's own grow would): deadlock (CFG_GROW)
- *   CLAIM_IGNORES_REVOCATION  a span's claim ignores a revocation since
- *                    its pass began: exclusion (CFG_GROW, CFG_WRAP)
+ *   CLAIM_IGNORES_REVOCATION  a span's claim does not look at its parts
+ *                    again, so it misses a revocation since its pass
+ *                    saw the part: exclusion (CFG_GROW, CFG_WRAP)
  *   GROW_MERGE_NO_RECOUNT  the merge of a grown hull keeps both blockers
  *                    of a request that counted the growth and the owner
- *   CLAIM_LATE_READ  the claim's CAS compares against the hold word read
- *                    after the wait for the last part, not before the
- *                    pass: exclusion (CFG_GROW, CFG_WRAP)
+ *   CLAIM_DESCENDING  a span's claim takes its segment locks descending:
+ *                    deadlock with an ascending entry (CFG_GROW)
  *   MERGE_NO_HFLAG   an owner that becomes a span at the merge is not
  *                    marked held (CFG_GROW)
  *   NO_MIDDLE_PART   a request spanning three segments inserts parts in
@@ -198,10 +198,10 @@ bit  ent[NQ];		/* entering: seen so only in the two mutants of
 			 * one-segment-at-a-time entry */
 bit  spn[NQ];		/* entered over several segments: a span (S7) */
 bit  hflag[NQ];		/* the span's HELD bit (CFG_GROW): set by its
-			 * thread's claim, a CAS that fails if a granted
-			 * part was revoked since the thread's pass began */
-byte gen[NQ];		/* revocations of the span's granted parts (a
-			 * growth's blocker on a part whose count is 0) */
+			 * thread's claim, under all its segment locks,
+			 * which fails if a part its pass saw granted was
+			 * revoked since (a growth's blocker on a part
+			 * whose count is 0) */
 
 /* ---- ghosts -------------------------------------------------------- */
 bit  incs[NQ];		/* the owner is in its critical section */
@@ -413,11 +413,7 @@ inline add_blocker(r, g)
 	:: else
 	fi;
 	if
-	:: pcnt[P(r, g)] == 0 -> nwait[g]++;
-		if
-		:: spn[r] -> gen[r]++	/* a granted part revoked (CFG_GROW) */
-		:: else
-		fi
+	:: pcnt[P(r, g)] == 0 -> nwait[g]++	/* (a span's: revoked, CFG_GROW) */
 	:: else
 	fi;
 	pcnt[P(r, g)]++
@@ -499,7 +495,7 @@ proctype thread(byte t)
 {
 	byte lo, hi, j, k, s, sc, mn, kind, d;
 #ifdef CFG_GROW
-	byte c, g, gs, gl, glo, ghi, gv, kk;	/* the grow; the claim's pass */
+	byte c, g, gs, gl, glo, ghi, kk;	/* the grow; the claim's pass */
 #endif
 #ifdef CFG_SHRINK
 	byte ns, nl;	/* the kept range */
@@ -758,31 +754,35 @@ swait:	/* wait for the word */
 	:: atomic { HELD(t) -> shadow_check(t); incs[t] = 1 }
 #else
 	:: atomic { !spn[t] && HELD(t) -> shadow_check(t); incs[t] = 1 }
-	/* A span (S7): the thread reads the span's word, waits for each part
-	 * in turn, then claims the hold with a CAS of the word, which fails
-	 * if a growth revoked a granted part meanwhile: then a new pass. */
-	:: atomic { spn[t] && kk == 0 -> gv = gen[t]; kk = lo + 1 }; goto swait
+	/* A span (S7): the thread waits for each part in turn, then claims
+	 * the hold under the locks of all its segments, taken ascending: it
+	 * holds if every part is still granted (a growth may have revoked a
+	 * part its pass saw granted: then a new pass).  A growth revokes only
+	 * under the part's segment lock, and only while hflag is clear. */
+	:: atomic { spn[t] && kk == 0 -> kk = lo + 1 }; goto swait
 	:: atomic { spn[t] && kk > 0 && kk <= hi + 1 &&
-		    (!pin[P(t, kk - 1)] || pcnt[P(t, kk - 1)] == 0) ->
-#ifdef MUT_CLAIM_LATE_READ
-		/* mutant: the hold word is read after the wait for the last part */
-		if
-		:: kk == hi + 1 -> gv = gen[t]
-		:: else
-		fi;
-#endif
-		kk++ }; goto swait
+		    (!pin[P(t, kk - 1)] || pcnt[P(t, kk - 1)] == 0) -> kk++ }; goto swait
 	:: spn[t] && kk == hi + 2 ->
+#ifndef MUT_CLAIM_DESCENDING
+		LOCK(lo);
+		LOCK(hi);
+#else
+		LOCK(hi);	/* mutant: the claim's locks descending */
+		LOCK(lo);
+#endif
 		atomic {
 			if
 #ifndef MUT_CLAIM_IGNORES_REVOCATION
-			:: gen[t] == gv ->
+			:: TOT(t) == 0 ->
 #else
-			:: true ->	/* mutant: the claim ignores a revocation */
+			:: true ->	/* mutant: the claim does not look again */
 #endif
 				hflag[t] = 1; shadow_check(t); incs[t] = 1; ok = 1
 			:: else -> kk = 0; ok = 0
-			fi
+			fi;
+			lk[hi] = 0;
+			lk[lo] = 0;
+			check_inv()
 		};
 		if
 		:: !ok -> goto swait
@@ -1254,7 +1254,7 @@ done:	skip;
 	d_step {
 		assert(!INR(t) && !incs[t]);
 		rel[t] = 0; rd[t] = 0; st[t] = 0; la[t] = 0; ho[t] = 0; el[t] = 0;
-		spn[t] = 0; hflag[t] = 0; gen[t] = 0;
+		spn[t] = 0; hflag[t] = 0;
 		late[t] = 0; arr[t] = 0; k = 0; lo = 0; hi = 0; kind = 0; ok = 0; mk = 0; s = 0
 	}
 }
