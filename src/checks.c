@@ -272,6 +272,10 @@ void rl_check_self_deadlock(const struct range_lock_tree *tree,
 
 		if (h->tid != me || h->tree != rl_seg_user_tree(tree))
 			continue;
+		/* A growth never waits for the request it grows (@shown in a
+		 * segmented tree, whose pieces span its hull's other units). */
+		if (is_growth(lock) && h->lock == shown)
+			continue;
 		direct = h->last >= lock->start && h->start <= lock->last &&
 			 conflicting(reader, is_reader(h->lock));
 		/* A growth goes ahead of the waiters behind its owner: only

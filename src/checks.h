@@ -19,7 +19,9 @@ void rl_check_tree(const struct range_lock_tree *tree);
 /* Under tree_lock, before a request that must wait enters: abort if the
  * calling thread holds a conflicting range of @tree.  @shown is the request
  * as its caller sees it, for the message: @lock itself, or the request a
- * part (@lock) of a spanning request belongs to. */
+ * part (@lock) of a spanning request belongs to, or the request a piece
+ * of a growth in a segmented tree grows (never reported as its own
+ * blocker). */
 void rl_check_self_deadlock(const struct range_lock_tree *tree,
 			    const struct range_lock *lock, bool reader,
 			    const char *call, const struct range_lock *shown);

@@ -3,7 +3,8 @@
  * librangelock: changing a held range -- range_lock_shrink() and
  * range_lock_grow() with its interruptible, killable, timed and try forms,
  * on both levels of a bound tree.  The rules are protocol.c's
- * rl_grow_enter(), rl_grow_merge() and rl_shrink_request().
+ * rl_grow_enter(), rl_grow_merge() and rl_shrink_request(); a tree with
+ * segments grows in segments.c (rl_seg_grow()).
  */
 #include "calls.h"
 
@@ -78,6 +79,10 @@ static void shrink_back(struct grow_hold *h)
 {
 	struct wake_list wl;
 
+	if (tree_is_segmented(h->tree)) {
+		(void)rl_seg_shrink_local(h->tree, h->lock, h->start, h->last);
+		return;
+	}
 	wl.n = 0;
 	tree_lock(h->tree);
 	rl_shrink_request(h->tree, h->lock, h->start, h->last, &wl);
@@ -116,7 +121,8 @@ static int file_grow(struct range_lock_tree *tree, struct range_lock *lock,
 	for (unsigned i = 0; i < np; i++)
 		items[i] = (struct range_lock_item){ &part[i],
 						     reader ? RANGE_LOCK_READ : RANGE_LOCK_WRITE };
-	r = rl_file_take_all(file_of(tree), items, np, w, kind, shrink_back_on_cancel, &h);
+	r = rl_file_take_all(rl_bound_file(file_of(tree)), items, np, w, kind,
+			     shrink_back_on_cancel, &h);
 	if (r) /* nothing of the added parts is left at the OFD level */
 		shrink_back(&h);
 	return r;
@@ -142,8 +148,19 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 
 	(void)site;
 	check_args(call, tree, lock);
-	if (tree_is_segmented(tree))
-		return -ENOTSUP;
+	if (tree_is_segmented(tree)) {
+		struct range_lock_file *f = rl_bound_file(file_of(tree));
+
+		a = lock->start; /* (only its owner changes them) */
+		b = lock->last;
+		if (f && !rl_file_range_ok(start, last))
+			return -EINVAL;
+		r = rl_seg_grow(call, tree, lock, start, last, w, &reader);
+		if (r == 0 && f && (a != start || b != last))
+			r = file_grow(tree, lock, a, b, reader, w,
+				      w ? kinds[w->kind] : RL_FILE_TRY);
+		return r;
+	}
 	wl.n = 0;
 	tree_lock(tree);
 	reader = held_in_tree(call, tree, lock);
@@ -271,5 +288,5 @@ int range_lock_grow_try(struct range_lock_tree *tree, struct range_lock *lock,
 {
 	int r = grow_common("range_lock_grow_try", tree, lock, start, last, NULL, CALLER);
 
-	return r == -EINVAL || r == -ENOTSUP ? r : r == 0;
+	return r == -EINVAL || r == -ENOMEM ? r : r == 0;
 }

@@ -88,6 +88,12 @@
  *       node of
  *       that segment's tree (rl_move_request(), under its lock), written
  *       from then on as any request of a tree.
+ *   span->held (the whole request holds: GROW): set under the locks of
+ *       every segment the span is in (its entry, its claim, a grow's
+ *       merge), read by growths under any one of them.
+ *   a part's reserved_[0] (an asynchronous span's: PART_COMPLETION_DUE):
+ *       set under its segment's lock, cleared by its completion (release),
+ *       read by growths under that lock (acquire).
  *   span->counted (what the request counted itself as in the statistics):
  *       by its owner, under its first part's segment lock; read by a
  *       recount under every segment's lock (STATISTICS below).
@@ -95,8 +101,14 @@
  *       under every segment's lock (user_stats a release store, read with
  *       acquire loads by get_stats and reset_stats, which then lock every
  *       segment); freed by destroy.
- * No memory order is new here: every decision is taken under the
- * segments' internal locks, and grants are the wait words' CASes.
+ * Memory orders: every decision is taken under the segments' internal
+ * locks, and grants are the wait words' CASes, except two: an
+ * asynchronous span's astate (acq_rel CASes: the completions count down
+ * without a lock, a growth's pin counts up) and a part's
+ * PART_COMPLETION_DUE, whose clearing is a release after rl_async_run()
+ * has read the part's queue link, so that a growth that reads it clear
+ * (acquire) and revokes the part orders that read before the part's next
+ * grant re-links it.
  *
  * SHRINK (seg_shrink()) changes a spanning request in every segment it
  * holds in one step, under all their locks, ascending; its comment has
@@ -123,11 +135,15 @@
  * tag says so (RL_SEGMENTS_BOUND instead of RL_SEGMENTS_TAG), which keeps a
  * bound tree off the hot paths at no cost to the others.
  *
- * Not yet supported on a segmented tree (documented in the header;
- * returns -ENOTSUP): grow.
+ * GROW (rl_seg_grow()): the growth enters every segment of the new range
+ * as one arrival, revoking granted parts of later spans that do not hold
+ * yet; a span's thread claims its hold under all its segments' locks
+ * (span_claim()); the comment above rl_seg_grow()'s helpers has the
+ * rules.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +161,12 @@ struct span {
 	int counted;                  /* SPAN_*: under part[0]'s segment lock */
 	uint64_t wait_start_ns;       /* its wait, if statistics were on */
 	bool in_set;                  /* a member of a set (SETS below) */
+	/* The whole request holds (GROW below): set once every part is
+	 * granted, under the locks of every segment it has parts in (at entry,
+	 * or by the claim after its wait), so any one of them makes it
+	 * stable; read by growths.  Not used by an asynchronous one (astate's
+	 * SA_HELD says it). */
+	bool held;
 	/* An asynchronous spanning request (ASYNCHRONOUS below): */
 	struct range_lock_async *user; /* the user's request; NULL if not */
 	_Atomic uint32_t astate;      /* SA_*: due completions | flags */
@@ -467,8 +489,10 @@ void rl_seg_reset_stats(struct range_lock_tree *tree)
 
 /* ---- spanning requests ------------------------------------------------ */
 
-static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lock,
-			     bool reader, unsigned n)
+/* A span of @lock for [start, last] (its range, but for a grow's new one),
+ * @n parts, none in a tree. */
+static struct span *span_new_range(struct range_lock_tree *tree, struct range_lock *lock,
+				   bool reader, unsigned n, uint64_t start, uint64_t last)
 {
 	struct rl_segments *s = segments_of(tree);
 	struct span *sp = malloc(sizeof(*sp) + n * sizeof(sp->part[0]));
@@ -480,13 +504,15 @@ static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lo
 	sp->n = n;
 	sp->reader = reader;
 	sp->in_set = false;
+	sp->held = false;
 	sp->user = NULL;
 	atomic_init(&sp->astate, 0);
 	for (unsigned i = 0; i < n; i++) {
-		struct seg_part p = rl_seg_part(s, lock->start, lock->last, i);
+		struct seg_part p = rl_seg_part(s, start, last, i);
 		struct range_lock *r = PART(sp, i);
 
 		memset(&sp->part[i], 0, sizeof(sp->part[i]));
+		sp->part[i].arg = sp; /* span_of_part() */
 		r->start = p.start;
 		r->last = p.last;
 		r->subtree_last = p.last;
@@ -495,6 +521,12 @@ static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lo
 	sp->counted = SPAN_OUT;
 	sp->wait_start_ns = 0;
 	return sp;
+}
+
+static struct span *span_new(struct range_lock_tree *tree, struct range_lock *lock,
+			     bool reader, unsigned n)
+{
+	return span_new_range(tree, lock, reader, n, lock->start, lock->last);
 }
 
 /*
@@ -543,6 +575,28 @@ static void span_count(struct span *sp, struct range_lock_tree *t0, int to, int 
 static struct span *span_of_first(const struct range_lock *first)
 {
 	return (struct span *)(void *)((const char *)first - offsetof(struct span, part));
+}
+
+/* The span whose part @p is (any part: span_new() sets arg). */
+static struct span *span_of_part(const struct range_lock *p)
+{
+	return ((const struct range_lock_async *)(const void *)p)->arg;
+}
+
+/*
+ * A part of an asynchronous span whose grant queues a completion
+ * (RL_ASYNC_TAG) has PART_COMPLETION_DUE in its private word from then
+ * until span_part_done() runs for it: set under its segment's lock, cleared
+ * by the completion (once rl_async_run() has taken it off its queue), read
+ * by a growth under that lock (GROW: a part whose completion is still
+ * queued cannot be made to wait again -- its grant would queue it twice).
+ */
+#define PART_COMPLETION_DUE 1u
+
+static void part_completion_due(struct range_lock_async *a)
+{
+	a->lock.owner_tid |= RL_ASYNC_TAG;
+	__atomic_store_n(&a->reserved_[0], PART_COMPLETION_DUE, __ATOMIC_RELAXED);
 }
 
 int rl_span_counted(const struct range_lock *first)
@@ -677,9 +731,10 @@ static int span_enter(const char *call, struct span *sp,
 			atomic_fetch_or_explicit(wait_word(PART(sp, i)), HANDOFF,
 						 memory_order_relaxed);
 		if (blockers[i] && sp->user) /* its grant queues its completion */
-			PART(sp, i)->owner_tid |= RL_ASYNC_TAG;
+			part_completion_due(&sp->part[i]);
 	}
 	sp->counted = waiting ? SPAN_WAITING : SPAN_HELD;
+	sp->held = !waiting; /* (under every part's lock) */
 	if (st && waiting) {
 		STAT_ADD(st, contended, 1);
 		STAT_ADD(st, waiting_now, 1);
@@ -714,7 +769,7 @@ static int span_enter(const char *call, struct span *sp,
  * its count only falls).  0: granted (w->kept_after set if a signal or the
  * deadline came as it was); else the give-up's error, @p out of its tree.
  */
-static int wait_part(struct rl_segments *s, struct range_lock *p, bool reader,
+static int wait_part(struct range_lock_tree *t, struct range_lock *p, bool reader,
 		     struct waiter *w)
 {
 	w->kept_after = 0;
@@ -722,7 +777,7 @@ static int wait_part(struct rl_segments *s, struct range_lock *p, bool reader,
 		rl_hb_acquire_last(wait_word(p));
 		return 0;
 	}
-	w->tree = part_tree(s, p);
+	w->tree = t;
 	w->lock = p;
 	w->reader = reader;
 	w->items = NULL;
@@ -739,7 +794,7 @@ static int span_wait_parts(struct span *sp, struct waiter *w, struct span_wait *
 		int r;
 
 		sw->skip = i;
-		r = wait_part(s, PART(sp, i), sp->reader, w);
+		r = wait_part(part_tree(s, PART(sp, i)), PART(sp, i), sp->reader, w);
 		if (r)
 			return r; /* that part left the tree: the others leave */
 		if (w->kept_after) {
@@ -769,23 +824,54 @@ static int span_wait_parts(struct span *sp, struct waiter *w, struct span_wait *
  * call, the waiting code having withdrawn the part it waited for) every
  * other part leaves and the span is freed.
  */
+/*
+ * The CLAIM, after a pass that saw every part granted (GROW below): under
+ * the locks of every segment of the span, ascending, the request holds if
+ * every part is still granted -- a growth may have made one wait again
+ * since the pass saw it (it does so only under that part's lock, while
+ * @held is false); then @held is set, which every growth reads under one
+ * of those locks, and the request is counted as held.  False: a new pass.
+ */
+static bool span_claim(struct span *sp)
+{
+	struct rl_segments *s = segments_of(sp->top);
+	bool all = true;
+
+	for (unsigned i = 0; i < sp->n; i++)
+		tree_lock(part_tree(s, PART(sp, i)));
+	for (unsigned i = 0; i < sp->n && all; i++)
+		all = atomic_load_explicit(wait_word(PART(sp, i)), memory_order_relaxed) == 0;
+	if (all) {
+		sp->held = true;
+		span_count(sp, part_tree(s, PART(sp, 0)), SPAN_HELD, 0);
+	}
+	for (unsigned i = sp->n; i-- > 0;)
+		tree_unlock(part_tree(s, PART(sp, i)));
+	return all;
+}
+
 static int span_wait(struct span *sp, struct waiter *w)
 {
 	struct span_wait sw = { sp, 0, -ECANCELED };
-	struct range_lock_tree *t0;
 	int r;
 
 	pthread_cleanup_push(span_abandon_on_cancel, &sw);
-	r = span_wait_parts(sp, w, &sw);
+	for (;;) {
+		r = span_wait_parts(sp, w, &sw);
+		if (r || span_claim(sp))
+			break;
+		if (w->kept_after) {
+			/* A signal or the deadline came: no new pass, the call
+			 * gives up (as when a part is still waiting then). */
+			sw.skip = sp->n; /* every part leaves */
+			r = w->kept_after;
+			break;
+		}
+	}
 	pthread_cleanup_pop(0);
 	if (r) {
 		sw.why = r;
 		span_abandon(&sw);
-	} else { /* held: counted so, under its first part's lock */
-		t0 = part_tree(segments_of(sp->top), PART(sp, 0));
-		tree_lock(t0);
-		span_count(sp, t0, SPAN_HELD, 0);
-		tree_unlock(t0);
 	}
 	return r;
 }
@@ -963,6 +1049,8 @@ static int set_enter(const char *call, struct range_lock_tree *tree, struct set_
 	}
 	if (st && waiting)
 		STAT_ADD(st, contended, 1);
+	for (m = 0; m < sw->n; m++) /* (under every part's lock) */
+		sw->sp[m]->held = !waiting;
 	for (unsigned g = 1u << s->log2n; g-- > 0;) {
 		if (used[g / 64] >> (g % 64) & 1) {
 			rl_seg_tree(s, g)->seqnum = seq + 1;
@@ -1026,7 +1114,8 @@ static int set_wait_parts(struct set_wait *sw, struct waiter *w)
 
 		sw->skip_m = m;
 		sw->skip_p = p;
-		r = wait_part(s, PART(sw->sp[m], p), sw->sp[m]->reader, w);
+		r = wait_part(part_tree(s, PART(sw->sp[m], p)), PART(sw->sp[m], p),
+			      sw->sp[m]->reader, w);
 		if (r)
 			return r; /* that part left its tree: the others leave */
 		if (w->kept_after) {
@@ -1049,6 +1138,34 @@ static int set_wait_parts(struct set_wait *sw, struct waiter *w)
 		}
 	}
 	return 0;
+}
+
+/* The claim of a set (span_claim()'s, over the union of its members'
+ * segments): every member holds, or none and a new pass. */
+static bool set_claim(struct set_wait *sw)
+{
+	struct rl_segments *s = segments_of(sw->sp[0]->top);
+	uint64_t used[RL_SEG_MAX / 64] = { 0 };
+	bool all = true;
+	unsigned m, p;
+
+	set_foreach_part(sw, m, p) {
+		unsigned g = rl_seg_part(s, sw->sp[m]->owner->start, sw->sp[m]->owner->last, p).seg;
+
+		used[g / 64] |= (uint64_t)1 << (g % 64);
+	}
+	for (unsigned g = 0; g < 1u << s->log2n; g++)
+		if (used[g / 64] >> (g % 64) & 1)
+			tree_lock(rl_seg_tree(s, g));
+	set_foreach_part(sw, m, p)
+		all &= atomic_load_explicit(wait_word(PART(sw->sp[m], p)),
+					    memory_order_relaxed) == 0;
+	for (m = 0; all && m < sw->n; m++)
+		sw->sp[m]->held = true;
+	for (unsigned g = 1u << s->log2n; g-- > 0;)
+		if (used[g / 64] >> (g % 64) & 1)
+			tree_unlock(rl_seg_tree(s, g));
+	return all;
 }
 
 int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
@@ -1100,7 +1217,16 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 	if (r > 0) {
 		sw.items = items;
 		pthread_cleanup_push(set_abandon_on_cancel, &sw);
-		r = set_wait_parts(&sw, w);
+		for (;;) {
+			r = set_wait_parts(&sw, w);
+			if (r || set_claim(&sw))
+				break;
+			if (w->kept_after) { /* (span_wait()'s rule) */
+				sw.skip_m = sw.n; /* every part leaves */
+				r = w->kept_after;
+				break;
+			}
+		}
 		pthread_cleanup_pop(0);
 		if (r) {
 			sw.why = r;
@@ -1239,9 +1365,13 @@ static void span_async_held(struct span *sp)
 static void span_part_done(struct range_lock_async *a, int status)
 {
 	struct span *sp = a->arg;
-	uint32_t old = atomic_load_explicit(&sp->astate, memory_order_relaxed), new;
+	uint32_t old, new;
 
 	(void)status;
+	/* Off its queue (rl_async_run() read its link before calling us): a
+	 * growth may make it wait again (release: after that read). */
+	__atomic_store_n(&a->reserved_[0], 0, __ATOMIC_RELEASE);
+	old = atomic_load_explicit(&sp->astate, memory_order_relaxed);
 	do {
 		new = old - 1;
 		if (!(old & SA_CANCELLED) && (new & SA_COUNT) == 0)
@@ -1356,6 +1486,562 @@ int rl_seg_async_cancel(struct range_lock_tree *tree, struct range_lock_async *r
 		return -EALREADY;
 	t = rl_seg_tree(s, (where & ~SEG_ASYNC_SPANNING) - 1);
 	return where & SEG_ASYNC_SPANNING ? seg_async_cancel(t, req) : rl_async_cancel_in(t, req);
+}
+
+/* ---- grow (range_lock_grow()) ------------------------------------------ */
+
+/*
+ * GROW of a held request L (seqnum s) to [start, last] (docs/design.md S7;
+ * the rule is segments.pml's CFG_GROW).  A segment's own grow (protocol.c)
+ * cannot serve: it takes a request whose count is 0 for a holder, but a
+ * spanning request's granted part is not held while another of its parts
+ * waits, and a growth that waits for it can close a cycle (design S7 has
+ * one).  So:
+ *
+ *  - "Held" is the whole request's hold.  A request of one segment holds
+ *    when its count is 0; a spanning one when its span says so (held, set
+ *    under the locks of all its segments at its entry or by its claim,
+ *    span_claim(); an asynchronous one's SA_HELD).
+ *  - The growth enters every segment of the new range under all their
+ *    locks, taken ascending and held until it is in (one step, as an
+ *    arrival).  In each, the added units -- a piece below and a piece
+ *    above L's hull there, or the whole hull in a segment L is not in
+ *    yet -- are growths at seqnum s: each counts every conflicting holder
+ *    and every request not later than L (precedes(), protocol.h), and puts
+ *    one blocker on every later conflicting waiter.  Each segment's counter
+ *    is raised past s.
+ *  - A granted part of a later spanning request that does not hold is
+ *    REVOKED: it gets that blocker too and waits again (HANDOFF-marked in
+ *    the default policy: spans are never overtaken).  Its thread sees it
+ *    at its claim and makes a new pass.  An asynchronous span's revoked
+ *    part is due one more completion: astate + 1 by CAS unless SA_HELD,
+ *    the deciding step, taken before any blocker is added (grow_pin());
+ *    its grant queues the part again.  A part whose last completion is
+ *    still queued cannot be queued twice: the growth lets go of every
+ *    lock and enters again (PART_COMPLETION_DUE; such a completion runs as
+ *    soon as the thread whose release granted it leaves its call).
+ *  - Waiting pieces are HANDOFF-marked in the default policy, so their
+ *    counts only fall; the call waits for each in turn (wait_part()).  A
+ *    give-up takes every piece out through its segment's release walk, one
+ *    segment at a time (grow_abandon()); L is exactly as before the call.
+ *  - Every piece granted: under all the locks again (grow_merge()), each
+ *    piece merges into L's part of its segment (rl_grow_merge(): L's hull
+ *    there grows; a request that counted both loses one) or becomes L's
+ *    part in a segment it was not in (rl_move_request(): what counted the
+ *    piece counts the part, at the same seqnum).  If L now has more parts,
+ *    they move to a new span: a request of one stripe becomes spanning.
+ *  - A _try inserts nothing unless the pieces count nothing and revoke
+ *    nothing: a later spanning request granted in part on the added units
+ *    makes it busy (it would otherwise be made to wait again by a call
+ *    that may not wait).
+ * Statistics: the grow counts as an acquisition (or a busy try, a
+ * contention, a give-up) in the first segment of the new range; each
+ * waiting piece counts in waiting_now of its segment, as a tree without
+ * segments counts its growths.
+ */
+#define GROW_BUSY  (-1)
+#define GROW_RETRY (-2)
+
+/* One segment of the new range. */
+struct seg_growth {
+	struct range_lock_tree *t;
+	/* owner: L's part here (L itself within one stripe), NULL if L has
+	 * none yet; start, last: L's new hull here; part[0..n-1]: the pieces. */
+	struct growth g;
+	uint32_t blockers[2];
+};
+
+struct grow_wait {
+	struct seg_growth *gs;
+	unsigned n;                /* segments of the new range */
+	bool reader;
+	unsigned skip_k, skip_j;   /* the piece the waiting code withdrew */
+	int why;
+	struct span *to;           /* the new span, if any (freed on cancel) */
+};
+
+#define grow_foreach_piece(segs, nsegs, k, j) \
+	for ((k) = 0; (k) < (nsegs); (k)++) \
+		for ((j) = 0; (j) < (segs)[k].g.n; (j)++)
+
+/* Does the request holding spanning part @p's span hold (GROW)? */
+static bool span_holds(const struct span *sp)
+{
+	if (sp->user)
+		return atomic_load_explicit(&((struct span *)sp)->astate,
+					    memory_order_acquire) & SA_HELD;
+	return sp->held;
+}
+
+enum { MEETS_NONE, MEETS_COUNT, MEETS_BLOCK, MEETS_REVOKE };
+
+/* Under its segment's lock: what piece @p does about request @q there. */
+static int grow_meets(struct range_lock *q, const struct range_lock *p, bool reader)
+{
+	if (!conflict(reader, is_reader(q)))
+		return MEETS_NONE;
+	if (!is_part(q))
+		return precedes(q, p) ? MEETS_COUNT : MEETS_BLOCK;
+	/* A part: counted if not later than L or if its request holds. */
+	if (!seq_before(p->seqnum, q->seqnum) || span_holds(span_of_part(q)))
+		return MEETS_COUNT;
+	return atomic_load_explicit(wait_word(q), memory_order_relaxed) ? MEETS_BLOCK
+									: MEETS_REVOKE;
+}
+
+/*
+ * Before anything changes: GROW_BUSY if a try would revoke a part,
+ * GROW_RETRY if a part to revoke still has its completion queued, else 0.
+ * (A part met by both pieces of one hull covers L's hull there, so it
+ * counted L's part: it is waiting, never revoked twice.)
+ */
+static int grow_check(struct seg_growth *gs, unsigned n, bool reader, bool try)
+{
+	struct range_lock *q;
+	unsigned k, j;
+
+	grow_foreach_piece(gs, n, k, j) {
+		struct range_lock *p = &gs[k].g.part[j];
+
+		itree_foreach(q, gs[k].t->root, p->start, p->last) {
+			if (grow_meets(q, p, reader) != MEETS_REVOKE)
+				continue;
+			if (try)
+				return GROW_BUSY;
+			if (span_of_part(q)->user &&
+			    (__atomic_load_n(&((struct range_lock_async *)(void *)q)->reserved_[0],
+					     __ATOMIC_ACQUIRE) & PART_COMPLETION_DUE))
+				return GROW_RETRY;
+		}
+	}
+	return 0;
+}
+
+/* An asynchronous span is due one more completion, unless it holds. */
+static bool grow_pin(struct span *sp)
+{
+	uint32_t old = atomic_load_explicit(&sp->astate, memory_order_relaxed);
+
+	do {
+		if (old & SA_HELD)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&sp->astate, &old, old + 1,
+							memory_order_acq_rel,
+							memory_order_relaxed));
+	return true;
+}
+
+/* Each piece's blockers (@pin: an asynchronous span's revocation decided
+ * here, pinned, so that grow_block() gets the same answer after; else
+ * only counted, changing nothing); the total. */
+static uint32_t grow_count(struct seg_growth *gs, unsigned n, bool reader, bool pin)
+{
+	uint32_t total = 0;
+	struct range_lock *q;
+	unsigned k, j;
+
+	grow_foreach_piece(gs, n, k, j) {
+		struct range_lock *p = &gs[k].g.part[j];
+		uint32_t b = 0;
+
+		itree_foreach(q, gs[k].t->root, p->start, p->last) {
+			int d = grow_meets(q, p, reader);
+
+			if (d == MEETS_REVOKE && pin && span_of_part(q)->user &&
+			    !grow_pin(span_of_part(q)))
+				d = MEETS_COUNT; /* it holds since grow_check() */
+			b += d == MEETS_COUNT;
+		}
+		gs[k].blockers[j] = b;
+		total += b;
+	}
+	return total;
+}
+
+/* The later waiters get a blocker each; granted parts of spans that do
+ * not hold are revoked. */
+static void grow_block(struct seg_growth *gs, unsigned n, bool reader)
+{
+	struct range_lock *q;
+	unsigned k, j;
+
+	grow_foreach_piece(gs, n, k, j) {
+		struct range_lock_tree *t = gs[k].t;
+		struct range_lock *p = &gs[k].g.part[j];
+
+		itree_foreach(q, t->root, p->start, p->last) {
+			int d = grow_meets(q, p, reader);
+			uint32_t old;
+
+			if (d != MEETS_BLOCK && d != MEETS_REVOKE)
+				continue;
+			rl_race_ok(wait_word(q), sizeof(uint32_t)); /* annotate.h, edge 8 */
+			old = atomic_fetch_add_explicit(wait_word(q), ONE_BLOCKER,
+							memory_order_relaxed);
+			if (old == ELIGIBLE || old == 0)
+				t->nr_waiting++;
+			if (old != 0)
+				continue;
+			/* Revoked (its request does not hold: no thread is in
+			 * its critical section; the claim will see this). */
+			if (!tree_is_fifo(t))
+				atomic_fetch_or_explicit(wait_word(q), HANDOFF,
+							 memory_order_relaxed);
+			if (span_of_part(q)->user)
+				part_completion_due((struct range_lock_async *)(void *)q);
+		}
+	}
+}
+
+/* Lock (@on) or unlock every segment of the new range, ascending / not. */
+static void grow_lock_all(struct seg_growth *gs, unsigned n, bool on)
+{
+	if (on)
+		for (unsigned k = 0; k < n; k++)
+			tree_lock(gs[k].t);
+	else
+		for (unsigned k = n; k-- > 0;)
+			tree_unlock(gs[k].t);
+}
+
+/* Every piece but the withdrawn one leaves (release walks), one segment
+ * at a time; the give-up counts once (the waiting code counted it if it
+ * withdrew a piece). */
+static void grow_abandon(struct grow_wait *gw)
+{
+	unsigned k, j;
+
+	grow_foreach_piece(gw->gs, gw->n, k, j) {
+		struct range_lock_tree *t = gw->gs[k].t;
+		struct range_lock *p = &gw->gs[k].g.part[j];
+		struct wake_list wl;
+		uint32_t word;
+
+		if (k == gw->skip_k && j == gw->skip_j)
+			continue;
+		wl.n = 0;
+		tree_lock(t);
+		word = atomic_load_explicit(wait_word(p), memory_order_relaxed);
+		if (blockers_of(word)) {
+			t->nr_waiting--;
+			if (t->stats)
+				STAT_ADD(t->stats, waiting_now, -1);
+		}
+		rl_remove_request(t, p, &wl);
+		tree_unlock(t);
+		wake_list_flush(&wl);
+	}
+	if (gw->skip_k == gw->n) {
+		struct range_lock_tree *t0 = gw->gs[0].t;
+
+		tree_lock(t0);
+		if (t0->stats)
+			stat_give_up(t0->stats, gw->why);
+		tree_unlock(t0);
+	}
+}
+
+static void grow_abandon_on_cancel(void *arg)
+{
+	struct grow_wait *gw = arg;
+
+	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
+	grow_abandon(gw);
+	free(gw->to);
+	free(gw->gs);
+}
+
+/* Wait for every piece (span_wait_parts()'s rules). */
+static int grow_wait_pieces(struct grow_wait *gw, struct waiter *w)
+{
+	unsigned k, j;
+
+	grow_foreach_piece(gw->gs, gw->n, k, j) {
+		int r;
+
+		gw->skip_k = k;
+		gw->skip_j = j;
+		/* (its segment is gs[k]'s: a piece above a hull may begin
+		 * in a stripe of another segment) */
+		r = wait_part(gw->gs[k].t, &gw->gs[k].g.part[j], gw->reader, w);
+		if (r)
+			return r; /* that piece left its tree: the others leave */
+		if (w->kept_after) {
+			unsigned k2, j2;
+			bool all = true;
+
+			grow_foreach_piece(gw->gs, gw->n, k2, j2)
+				all &= atomic_load_explicit(wait_word(&gw->gs[k2].g.part[j2]),
+							    memory_order_acquire) == 0;
+			if (!all) {
+				gw->skip_k = gw->n; /* every piece leaves */
+				return w->kept_after;
+			}
+			grow_foreach_piece(gw->gs, gw->n, k2, j2)
+				rl_hb_acquire_last(wait_word(&gw->gs[k2].g.part[j2]));
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Wait for every piece; on a give-up (and on cancellation of a killable
+ * call) every piece leaves. */
+static int grow_wait(struct grow_wait *gw, struct waiter *w)
+{
+	int r;
+
+	pthread_cleanup_push(grow_abandon_on_cancel, gw);
+	r = grow_wait_pieces(gw, w);
+	pthread_cleanup_pop(0);
+	if (r) {
+		gw->why = r;
+		grow_abandon(gw);
+	}
+	return r;
+}
+
+/*
+ * Every piece granted, every segment of the new range locked: L takes the
+ * new range (see GROW).  @sp: L's span (NULL within one stripe); @to: the
+ * new span if L has more parts now, else NULL.  Returns the span to free.
+ */
+static struct span *grow_merge(struct range_lock_tree *tree, struct range_lock *lock,
+			       struct span *sp, struct span *to, struct seg_growth *gs,
+			       unsigned n, uint64_t start, uint64_t last, struct wake_list *wl)
+{
+	struct range_lock_tree *old_t0 = sp ? part_tree(segments_of(tree), PART(sp, 0)) : NULL;
+	bool reader = sp ? sp->reader : is_reader(lock);
+
+	for (unsigned k = 0; k < n; k++) {
+		struct seg_growth *x = &gs[k];
+
+		if (x->g.owner) {
+			if (!old_t0)
+				old_t0 = x->t; /* (within one stripe: L's segment) */
+			if (x->g.n)
+				rl_grow_merge(x->t, &x->g, wl); /* rekeys the owner */
+		}
+		if (!to)
+			continue;
+		/* Into the new span: L's part here, or the piece that becomes it
+		 * (merged pieces are out of their tree already). */
+		rl_move_request(x->t, x->g.owner ? x->g.owner : &x->g.part[0], PART(to, k));
+		PART(to, k)->owner_tid = k == 0 ? RL_PART_FIRST : RL_PART_TAG;
+	}
+	if (!to) {
+		/* Same segments: every part (or L) was rekeyed in place. */
+		lock->start = start;
+		lock->last = last;
+		return NULL;
+	}
+	/* The request counts as held in its first part's segment. */
+	if (old_t0 != gs[0].t) {
+		if (old_t0->stats)
+			STAT_ADD(old_t0->stats, held_now, -1);
+		if (gs[0].t->stats) {
+			STAT_ADD(gs[0].t->stats, held_now, 1);
+			STAT_PEAK(gs[0].t->stats, held_now, held_peak);
+		}
+	}
+	to->held = true;
+	to->counted = SPAN_HELD;
+	to->reader = reader;
+	lock->start = start;
+	lock->last = last;
+	lock->rb_left = (struct range_lock *)(void *)to;
+	lock->rb_right = NULL;
+	lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
+	return sp;
+}
+
+int rl_seg_grow(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+		uint64_t start, uint64_t last, struct waiter *w, bool *reader_out)
+{
+	struct rl_segments *s = segments_of(tree);
+	unsigned n = rl_seg_parts(s, start, last), had, k, j;
+	struct span *sp = NULL, *to = NULL, *old = NULL;
+	struct range_lock_tree *t_one = NULL;
+	struct grow_wait gw = { NULL, n, false, 0, 0, -ECANCELED, NULL };
+	struct range_lock_stats *st;
+	struct seg_growth *gs;
+	struct wake_list wl;
+	uint32_t total;
+	bool reader;
+	int r;
+
+	if (start > lock->start || last < lock->last)
+		return -EINVAL; /* (only its owner changes its range) */
+	had = rl_seg_parts(s, lock->start, lock->last);
+	if (had == 1)
+		t_one = rl_seg_tree(s, rl_seg_part(s, lock->start, lock->last, 0).seg);
+	gs = calloc(n, sizeof(*gs));
+	if (gs && n > had) {
+		to = span_new_range(tree, lock, false, n, start, last);
+		if (!to) {
+			free(gs);
+			gs = NULL;
+		}
+	}
+	if (!gs) {
+		if (w && w->kind == WAIT_PLAIN)
+			rl_die(call, lock, "out of memory for the parts of a range "
+			       "that spans segments");
+		return -ENOMEM;
+	}
+	gw.gs = gs;
+	gw.to = to;
+	if (w)
+		rl_async_check_may_wait(call, lock);
+	for (k = 0; k < n; k++)
+		gs[k].t = rl_seg_tree(s, rl_seg_part(s, start, last, k).seg);
+retry:
+	wl.n = 0;
+	grow_lock_all(gs, n, true);
+	/* Held, in this tree, and in which mode. */
+	if (t_one) {
+		if (lock->owner_tid & RL_SLOT_TAG)
+			rl_revoke_fast_readers(t_one); /* a read held in a slot */
+		check_held(call, t_one, lock, is_linked(lock) && is_reader(lock));
+		reader = is_reader(lock);
+	} else {
+		sp = (struct span *)(void *)lock->rb_left;
+		if (!is_linked(lock) || !sp || sp->top != tree)
+			rl_die(call, lock, "range is not locked in this tree");
+		if (!span_holds(sp)) /* (an asynchronous request still queued) */
+			rl_die(call, lock, "range is not held yet");
+		reader = sp->reader;
+	}
+	*reader_out = reader;
+	gw.reader = reader;
+	if (start == lock->start && last == lock->last) {
+		grow_lock_all(gs, n, false);
+		free(gs);
+		free(to);
+		return 0;
+	}
+	for (k = 0; k < n; k++) {
+		struct seg_growth *x = &gs[k];
+		struct seg_part np = rl_seg_part(s, start, last, k);
+		struct range_lock *mine = NULL;
+
+		if (!reader)
+			rl_revoke_fast_readers(x->t); /* a growth of a writer is a writer */
+		if (__builtin_expect(x->t->nr_requests + 2 >= RL_MAX_TREE_REQUESTS, 0))
+			rl_die(call, lock, "too many requests in a segment of this tree "
+			       "(the limit is 2^30 - 1024 at once)");
+		if (t_one)
+			mine = x->t == t_one ? lock : NULL;
+		else
+			for (unsigned i = 0; i < sp->n && !mine; i++)
+				if (part_tree(s, PART(sp, i)) == x->t)
+					mine = PART(sp, i);
+		x->g.owner = mine;
+		x->g.start = np.start;
+		x->g.last = np.last;
+		x->g.n = 0;
+		if (!mine) {
+			x->g.part[x->g.n].start = np.start;
+			x->g.part[x->g.n++].last = np.last;
+		} else {
+			if (np.start < mine->start) {
+				x->g.part[x->g.n].start = np.start;
+				x->g.part[x->g.n++].last = mine->start - 1;
+			}
+			if (np.last > mine->last) {
+				x->g.part[x->g.n].start = mine->last + 1;
+				x->g.part[x->g.n++].last = np.last;
+			}
+		}
+		for (j = 0; j < x->g.n; j++) {
+			struct range_lock *p = &x->g.part[j];
+
+			p->owner_tid = RL_GROWTH_TAG;
+			p->seqnum = lock->seqnum;
+			p->rb_parent_flags = reader ? RL_READER : 0;
+			/* Not held while it is scanned (precedes() reads it). */
+			atomic_store_explicit(wait_word(p), ONE_BLOCKER, memory_order_relaxed);
+		}
+	}
+	st = gs[0].t->stats;
+	r = grow_check(gs, n, reader, !w);
+	if (r == GROW_RETRY) {
+		/* A completion still queued on another thread: it runs as soon
+		 * as that thread leaves its call. */
+		grow_lock_all(gs, n, false);
+		sched_yield();
+		goto retry;
+	}
+	if (r == GROW_BUSY || (w && w->kind == WAIT_TIMED &&
+			       !timespec_valid(w->clockid, w->abstime) &&
+			       grow_count(gs, n, reader, false))) {
+		/* (before anything is pinned or changed) */
+		if (!w && st)
+			STAT_ADD(st, trylock_failed, 1);
+		grow_lock_all(gs, n, false);
+		free(gs);
+		free(to);
+		return w ? -EINVAL : -EBUSY;
+	}
+	total = grow_count(gs, n, reader, true);
+	if (total && !w) {
+		if (st)
+			STAT_ADD(st, trylock_failed, 1);
+		grow_lock_all(gs, n, false);
+		free(gs);
+		free(to);
+		return -EBUSY;
+	}
+	if (total && w->kind != WAIT_TIMED)
+		grow_foreach_piece(gs, n, k, j)
+			if (gs[k].blockers[j])
+				rl_check_self_deadlock(gs[k].t, &gs[k].g.part[j], reader, call,
+						       lock);
+	grow_block(gs, n, reader);
+	grow_foreach_piece(gs, n, k, j) {
+		struct range_lock_tree *t = gs[k].t;
+		struct range_lock *p = &gs[k].g.part[j];
+
+		rl_insert_request(t, p, reader, gs[k].blockers[j], lock->seqnum);
+		if (gs[k].blockers[j]) {
+			if (!tree_is_fifo(t))
+				atomic_fetch_or_explicit(wait_word(p), HANDOFF,
+							 memory_order_relaxed);
+			if (t->stats) {
+				STAT_ADD(t->stats, waiting_now, 1);
+				STAT_PEAK(t->stats, waiting_now, waiting_peak);
+			}
+		}
+	}
+	for (k = 0; k < n; k++) /* every counter past s: later arrivals are later */
+		if (!seq_before(lock->seqnum, gs[k].t->seqnum))
+			gs[k].t->seqnum = lock->seqnum + 1;
+	if (total) {
+		if (st)
+			STAT_ADD(st, contended, 1);
+		grow_lock_all(gs, n, false);
+		r = grow_wait(&gw, w);
+		if (r) {
+			free(gs);
+			free(to);
+			return r; /* @lock holds what it held before */
+		}
+		grow_lock_all(gs, n, true);
+		st = gs[0].t->stats;
+	}
+	old = grow_merge(tree, lock, sp, to, gs, n, start, last, &wl);
+	if (st) {
+		if (reader)
+			STAT_ADD(st, read_acquired, 1);
+		else
+			STAT_ADD(st, write_acquired, 1);
+	}
+	rl_check_resized(tree, lock);
+	grow_lock_all(gs, n, false);
+	wake_list_flush(&wl);
+	free(gs);
+	free(old);
+	return 0;
 }
 
 /* ---- the calls' dispatch ---------------------------------------------- */
@@ -1536,6 +2222,14 @@ int rl_seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 		if (last < b && last < (uint64_t)INT64_MAX)
 			rl_file_unlock(f, last + 1, b, reader);
 	}
+	return rl_seg_shrink_local(tree, lock, start, last);
+}
+
+int rl_seg_shrink_local(struct range_lock_tree *tree, struct range_lock *lock,
+			uint64_t start, uint64_t last)
+{
+	struct rl_segments *s = segments_of(tree);
+
 	if (rl_seg_parts(s, lock->start, lock->last) == 1)
 		return range_lock_shrink(rl_seg_tree(s, rl_seg_part(s, lock->start,
 								    lock->last, 0).seg),

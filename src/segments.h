@@ -194,6 +194,16 @@ RL_HIDDEN void rl_seg_file_unlock(const char *call, struct range_lock_tree *tree
 				  struct range_lock *lock, bool reader);
 RL_HIDDEN int rl_seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 			    uint64_t start, uint64_t last);
+/* The same without the OFD level (a bound tree's grow giving back what it
+ * could not take there). */
+RL_HIDDEN int rl_seg_shrink_local(struct range_lock_tree *tree, struct range_lock *lock,
+				  uint64_t start, uint64_t last);
+/* range_lock_grow() and its forms (@w NULL: _try) on a segmented tree, the
+ * local level: 0, -EBUSY (a busy try), -EINVAL, -EINTR, -ETIMEDOUT,
+ * -ENOMEM; @reader: the request's mode. */
+RL_HIDDEN int rl_seg_grow(const char *call, struct range_lock_tree *tree,
+			  struct range_lock *lock, uint64_t start, uint64_t last,
+			  struct waiter *w, bool *reader);
 RL_HIDDEN void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock);
 /* Back to a tree without segments (a binding to a file stays): 0, or
  * -EBUSY if a segment is in use. */

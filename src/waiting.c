@@ -203,7 +203,10 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 		if (w->wait_start_ns)
 			rl_stat_wait_time(st, rl_now_ns() - w->wait_start_ns);
 		if (granted) {
-			STAT_ADD(st, held_now, -1);
+			/* (a growth -- a segmented tree's grow waits for its
+			 * pieces one by one -- was never counted as held) */
+			if (!is_growth(lock))
+				STAT_ADD(st, held_now, -1);
 		} else {
 			STAT_ADD(st, waiting_now, -1);
 		}
@@ -456,8 +459,9 @@ static int wait_loop_killable(struct waiter *w)
 int rl_wait_for_grant(struct waiter *w)
 {
 	/* A part of a spanning request counts nothing: the request times
-	 * its whole wait (segments.c). */
-	struct range_lock_stats *st = is_part(w->lock) ? NULL : stats_of(w->tree);
+	 * its whole wait (segments.c); nor does a segmented tree's growth. */
+	struct range_lock_stats *st = is_part(w->lock) || is_growth(w->lock) ? NULL
+									   : stats_of(w->tree);
 	int r;
 
 	rl_async_check_may_wait("lock call", w->lock);

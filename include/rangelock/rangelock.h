@@ -124,13 +124,13 @@
  *     -ENOENT, -EACCES, -EMFILE, -ENFILE, -ENOMEM:
  *      range_lock_tree_set_file(), when the first bind of a file cannot
  *      reopen it.
- *     -ENOTSUP: a call that a tree with segments does not support yet
- *      (range_lock_tree_set_segments() lists them); set_segments() on a
- *      tree with statistics enabled.
+ *     -ENOTSUP: range_lock_tree_set_segments() on a tree with statistics
+ *      enabled.
  *     -ENOMEM: range_lock_tree_set_segments(), and on a tree with
  *      segments the lock calls that can fail and the asynchronous
- *      submissions, for a range that spans segments, and the set calls
- *      that can fail, for a set over several segments.
+ *      submissions, for a range that spans segments, the set calls that
+ *      can fail, for a set over several segments, and the grow calls
+ *      that can fail.
  *  - Misuse that the void calls cannot report (unlocking a request that is
  *    not held in this tree, unlocking with the wrong mode, downgrading a read
  *    lock, locking a request that is already in a tree, any call on a
@@ -570,11 +570,12 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * policy).  A tree with segments may be bound to a file, before or after
  * the split (range_lock_tree_set_file()): every request, spanning or not,
  * takes the OFD lock of its whole range after its local grant, as on a
- * tree without segments, and the calls keep their answers there.  Not
- * supported yet: grow (-ENOTSUP, range_lock_grow_try() included).  A
- * spanning lock call that cannot allocate its parts returns
+ * tree without segments, and the calls keep their answers there.  Grow
+ * works too, across segment boundaries (range_lock_grow() says what
+ * differs).  A spanning lock call that cannot allocate its parts returns
  * -ENOMEM (the plain and trylock calls abort with a message); so does a
- * set over several segments, which allocates for every request.
+ * set over several segments, which allocates for every request, and a
+ * grow (range_lock_grow() aborts).
  *
  * Return: 0; -EINVAL for a bad @segments or @stripe_shift; -EBUSY if the
  * tree is not empty (nothing is changed); -ENOTSUP if it has statistics
@@ -987,6 +988,15 @@ RANGELOCK_API int range_lock_shrink(struct range_lock_tree *tree, struct range_l
  * lock after the local grant (waiting for other processes as a lock call
  * does); if that gives up, the request is shrunk back.
  *
+ * On a tree with segments (range_lock_tree_set_segments()) the request
+ * may grow into segments it was not in (a request within one stripe then
+ * spans segments, until a shrink brings it back to one stripe), with the
+ * same rules.  A request spanning segments that came later and is granted
+ * in some of them but still waits in another is not a holder: where the
+ * added units meet its granted part, that part waits again, for the
+ * grown request.  A grow that must wait for a holder of the added units
+ * in several segments waits for them one after the other.
+ *
  * Deadlocks the caller can make, as with any lock taken while holding
  * another: the grow waits for every holder of the added units and goes
  * ahead of every later waiter there, so it deadlocks with a thread that
@@ -1002,7 +1012,9 @@ RANGELOCK_API int range_lock_shrink(struct range_lock_tree *tree, struct range_l
  *
  * Return: 0 when [start, last] is held; -EINVAL if it is not a super-range
  * of what @lock holds, or does not fit off_t on a bound tree (nothing
- * changed).  Aborts if @lock is not held in @tree.
+ * changed).  Aborts if @lock is not held in @tree, or, on a tree with
+ * segments, if the parts of a range that now spans segments cannot be
+ * allocated (the forms that return errors return -ENOMEM).
  *
  * Since: 0.3
  */
@@ -1043,8 +1055,13 @@ RANGELOCK_API int range_lock_grow_timed(struct range_lock_tree *tree,
 /**
  * range_lock_grow_try() - grow only if that needs no wait.
  *
+ * On a tree with segments it also reports 0 where the added units meet a
+ * granted part of a later request spanning segments that still waits in
+ * another segment: range_lock_grow() would make that part wait again, a
+ * change a call that gives up at once does not make.
+ *
  * Return: 1 when grown, 0 otherwise (nothing changed), -EINVAL as
- * range_lock_grow().
+ * range_lock_grow(), -ENOMEM on a tree with segments.
  *
  * Since: 0.3
  */

@@ -1742,11 +1742,9 @@ static void multi_op(struct slot *s, struct rng *r, bool set)
 	for (steps = (unsigned)(rnd(r) % 4); steps; steps--) {
 		unsigned what = (unsigned)(rnd(r) % 4);
 
-		/* (a tree with segments cannot grow yet: it shrinks instead) */
-		if (what <= 1 && !opt.seg_n && (chance(r, opt.grow_share) || !set))
+		if (what <= 1 && (chance(r, opt.grow_share) || !set))
 			mr_do_grow(&h, r, lane, lo, hi);
-		else if ((what == 2 || (opt.seg_n && what <= 1)) &&
-			 (chance(r, opt.grow_share) || !set))
+		else if (what == 2 && (chance(r, opt.grow_share) || !set))
 			mr_do_shrink(&h, r);
 		else if (what == 3 && mr_nr_held(&h) > 1)
 			mr_unlock_one(&h, mr_pick_held(&h, r));
@@ -1933,6 +1931,11 @@ static void *stats_reader_thread(void *arg)
 	const size_t held_i = offsetof(struct range_lock_stats, held_now) / sizeof(uint64_t);
 	const size_t waiting_i = offsetof(struct range_lock_stats, waiting_now) / sizeof(uint64_t);
 	const uint64_t bound = (uint64_t)nr_slots * MR_MAX;
+	/* A grow's pieces wait each on its own, two per segment of the new
+	 * range at most (two on a tree without segments): a thread's one call
+	 * in flight is a set or a grow. */
+	const uint64_t per_grow = opt.seg_n ? 2u * opt.seg_n : 2u;
+	const uint64_t wbound = (uint64_t)nr_slots * (per_grow > MR_MAX ? per_grow : MR_MAX);
 	bool have_prev = false;
 
 	(void)arg;
@@ -1941,7 +1944,7 @@ static void *stats_reader_thread(void *arg)
 			const uint64_t *c = (const uint64_t *)&cur, *p = (const uint64_t *)&prev;
 
 			INC(sr_reads);
-			if (cur.held_now > bound || cur.waiting_now > bound)
+			if (cur.held_now > bound || cur.waiting_now > wbound)
 				error("--stats-reader: held_now=%" PRIu64 " waiting_now=%" PRIu64
 				      " with %d threads of at most %d requests each", cur.held_now,
 				      cur.waiting_now, nr_slots, MR_MAX);
@@ -2433,7 +2436,7 @@ static void usage(FILE *f)
 "  --async=P           percent of operations that submit an asynchronous request,\n"
 "                      half of the queued ones withdrawn racing the grant (0)\n"
 "  --segments=S:K     split the tree into S segments (2..256, a power of two)\n"
-"                      by stripes of 2^K units; --grow then only shrinks\n"
+"                      by stripes of 2^K units\n"
 "  --expect-fast-reads fail if no read hold took the reader fast path\n"
 "  --expect-word-mode  sample the tree's lock word; fail if whole-resource\n"
 "                      calls met a conflicting word holder and waited, but\n"
@@ -3014,8 +3017,7 @@ int main(int argc, char **argv)
 	/* --grow: one lane per slot in the last quarter of the pool, for the
 	 * blocking grows (see multi_op()). */
 	lanes_start = opt.pool - opt.pool / 4;
-	lane_len = opt.grow_share > 0 && !opt.seg_n && nr_slots ? (opt.pool / 4) / (uint64_t)nr_slots
-								 : 0;
+	lane_len = opt.grow_share > 0 && nr_slots ? (opt.pool / 4) / (uint64_t)nr_slots : 0;
 	if (lane_len < 2)
 		lane_len = 0;
 	if (!shadow || !slots) {

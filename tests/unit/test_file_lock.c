@@ -619,10 +619,6 @@ static void test_deadline_edges(void **state)
 	bind(&t);
 	assert_int_equal(range_lock_tree_enable_stats(&t, &st), 0);
 	for (int k = 0; k < NR_TIMED; k++) {
-#ifdef TEST_SEGMENTS
-		if (k == T_GROW) /* not supported on segments yet */
-			continue;
-#endif
 		for (int clk = 0; clk < 2; clk++) {
 			clockid_t c = clk ? CLOCK_REALTIME : CLOCK_MONOTONIC;
 			struct timespec ts;

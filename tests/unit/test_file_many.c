@@ -512,21 +512,12 @@ static void child_full_edges(void)
 		_exit(12);
 	if (probe(o, F_RDLCK, 10, INT64_MAX - 1) != F_WRLCK)
 		_exit(13);
-#ifndef TEST_SEGMENTS
 	if (range_lock_grow_try(&t, &r, 10, RANGE_LOCK_FULL) != 1)
 		_exit(14);
 	if (range_lock_grow(&t, &r, 0, RANGE_LOCK_FULL) != 0)
 		_exit(15);
 	if (probe(o, F_RDLCK, 0, INT64_MAX - 1) != F_WRLCK)
 		_exit(16);
-#else /* grow is not supported on segments yet: nothing changes */
-	if (range_lock_grow_try(&t, &r, 10, RANGE_LOCK_FULL) != -ENOTSUP ||
-	    range_lock_grow(&t, &r, 0, RANGE_LOCK_FULL) != -ENOTSUP)
-		_exit(14);
-	if (probe(o, F_RDLCK, 10, INT64_MAX - 1) != F_WRLCK ||
-	    probe(o, F_RDLCK, 0, 9) != F_UNLCK)
-		_exit(15);
-#endif
 	range_write_unlock(&t, &r);
 	if (probe(o, F_RDLCK, 0, INT64_MAX - 1) != F_UNLCK)
 		_exit(17);
@@ -545,7 +536,6 @@ static void test_full_edges(void **state)
 }
 
 /* ---- grow ------------------------------------------------------------ */
-#ifndef TEST_SEGMENTS /* (grow is not supported on segments yet) */
 
 struct grow_arg {
 	struct range_lock_tree *t;
@@ -684,8 +674,6 @@ static void test_grow_gives_up(void **state)
 	alarm(0);
 }
 
-#endif /* !TEST_SEGMENTS */
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -696,10 +684,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_overlapping_writers_abort, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shrink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_edges, setup, teardown),
-#ifndef TEST_SEGMENTS /* (grow is not supported on segments yet) */
 		cmocka_unit_test_setup_teardown(test_grow_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_grow_gives_up, setup, teardown),
-#endif
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

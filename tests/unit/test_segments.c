@@ -5,11 +5,14 @@
  * segment boundaries (both policies, every call kind), the rules for
  * spanning requests (marked from the start: never overtaken; one arrival;
  * a give-up leaves no part behind: timeout, signal, cancellation),
- * downgrade, administration and misuse.  The trylock answers against a
- * model are in test_trylock_model.c.
+ * downgrade, shrink, grow (into new segments; a growth makes the granted
+ * parts of later spans that still wait elsewhere wait again instead of
+ * waiting for them), administration and misuse.  The trylock answers
+ * against a model are in test_trylock_model.c.
  *
  * Waits are observed through the dump (a "waiting" line per waiting part),
- * never through sleeps.  Worker threads assert nothing; the main thread
+ * never through sleeps; a sleep only gives a call that must still wait the
+ * time to return wrongly.  Worker threads assert nothing; the main thread
  * asserts after joining.
  */
 #include <errno.h>
@@ -726,8 +729,11 @@ static void test_admin(void **state)
 	range_lock_init(&y, 200, 200);
 	item.lock = &y;
 	item.mode = RANGE_LOCK_WRITE;
-	assert_int_equal(range_lock_grow(&tree, &x, 0, 200), -ENOTSUP);
-	assert_int_equal(range_lock_grow_try(&tree, &x, 0, 200), -ENOTSUP);
+	/* Grown while spanning: still one part per segment, y's unit free. */
+	assert_int_equal(range_lock_grow_try(&tree, &x, 0, 150), 1);
+	assert_int_equal(range_lock_grow(&tree, &x, 0, 199), 0);
+	assert_true(x.start == 0 && x.last == 199);
+	assert_int_equal(dump_count(&tree, "held"), 4);
 	deadline_in(CLOCK_MONOTONIC, 10, &ts);
 	assert_int_equal(range_lock_many_timed(&tree, &item, 1, CLOCK_MONOTONIC, &ts), 0);
 	range_unlock_many(&tree, &item, 1);
@@ -1052,6 +1058,765 @@ static void test_shrink_wrapping(void **state)
 	shrink_wrapping(false, true);
 	shrink_wrapping(true, false);
 	shrink_wrapping(true, true);
+}
+
+/* ---- grow ------------------------------------------------------------- */
+
+/* Would a trylock of unit @u (for reading or writing) fail now?  A probe
+ * that gets it lets go at once. */
+static bool unit_busy(struct range_lock_tree *tree, uint64_t u, bool reader)
+{
+	struct range_lock probe;
+	bool got;
+
+	range_lock_init(&probe, u, u);
+	got = reader ? range_read_trylock(tree, &probe) : range_write_trylock(tree, &probe);
+	if (got) {
+		if (reader)
+			range_read_unlock(tree, &probe);
+		else
+			range_write_unlock(tree, &probe);
+	}
+	return !got;
+}
+
+/* One unit of @x's range as it must be for others: busy for a writer;
+ * for a reader busy when @x writes, free when it reads. */
+static void expect_unit_held(struct range_lock_tree *tree, const struct range_lock *x,
+			     bool reader, uint64_t u)
+{
+	if (!unit_busy(tree, u, false) || unit_busy(tree, u, true) == reader)
+		fail_msg("[%llu, %llu] (%s): unit %llu is not held as it should be",
+			 (unsigned long long)x->start, (unsigned long long)x->last,
+			 reader ? "read" : "write", (unsigned long long)u);
+}
+
+/*
+ * @x holds exactly its range, seen from other requests: every unit within
+ * (the first 64, the middle, the last) as expect_unit_held() says, the
+ * units just outside free for a writer.  Probes of one unit each, so that
+ * they span nothing themselves.
+ */
+static void expect_holds(struct range_lock_tree *tree, const struct range_lock *x,
+			 bool reader)
+{
+	uint64_t a = x->start, b = x->last;
+
+	for (uint64_t u = a; u <= b && u - a < 64; u++)
+		expect_unit_held(tree, x, reader, u);
+	expect_unit_held(tree, x, reader, a + (b - a) / 2);
+	expect_unit_held(tree, x, reader, b);
+	if (a > 0 && unit_busy(tree, a - 1, false))
+		fail_msg("[%llu, %llu]: unit %llu before it is busy", (unsigned long long)a,
+			 (unsigned long long)b, (unsigned long long)(a - 1));
+	if (b < RANGE_LOCK_FULL && unit_busy(tree, b + 1, false))
+		fail_msg("[%llu, %llu]: unit %llu after it is busy", (unsigned long long)a,
+			 (unsigned long long)b, (unsigned long long)(b + 1));
+}
+
+static void lock_mode(struct range_lock_tree *tree, struct range_lock *x, bool reader)
+{
+	if (reader)
+		range_read_lock(tree, x);
+	else
+		range_write_lock(tree, x);
+}
+
+static void unlock_mode(struct range_lock_tree *tree, struct range_lock *x, bool reader)
+{
+	if (reader)
+		range_read_unlock(tree, x);
+	else
+		range_write_unlock(tree, x);
+}
+
+/* Poll until *@flag is set; false after @ms. */
+static bool flag_within(atomic_int *flag, int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		if (atomic_load(flag))
+			return true;
+		sleep_ms(1);
+	}
+	return atomic_load(flag) != 0;
+}
+
+/*
+ * A thread that locks [a, b], waits for the main thread's go, grows to
+ * [start, last] with one of the calls and keeps what it holds then (the
+ * main thread unlocks it after joining).  Cancelled in the killable grow,
+ * it only records that: the request is as before the call, held.
+ */
+struct grower {
+	struct range_lock_tree *tree;
+	struct range_lock req;
+	uint64_t start, last;
+	bool reader;
+	int kind; /* 0 plain, 1 interruptible, 2 killable, 3 timed */
+	long timeout_ms; /* kind 3 */
+	atomic_int locked, go, done, cancelled;
+	int result;
+};
+
+static void grower_cancelled(void *arg)
+{
+	atomic_store(&((struct grower *)arg)->cancelled, 1);
+}
+
+static void *grower_thread(void *arg)
+{
+	struct grower *g = arg;
+	struct timespec ts;
+
+	lock_mode(g->tree, &g->req, g->reader);
+	atomic_store(&g->locked, 1);
+	while (!atomic_load(&g->go))
+		sleep_ms(1);
+	switch (g->kind) {
+	case 0:
+		g->result = range_lock_grow(g->tree, &g->req, g->start, g->last);
+		break;
+	case 1:
+		g->result = range_lock_grow_interruptible(g->tree, &g->req, g->start, g->last);
+		break;
+	case 2:
+		pthread_cleanup_push(grower_cancelled, g);
+		g->result = range_lock_grow_killable(g->tree, &g->req, g->start, g->last);
+		pthread_cleanup_pop(0);
+		break;
+	default:
+		deadline_in(CLOCK_MONOTONIC, g->timeout_ms, &ts);
+		g->result = range_lock_grow_timed(g->tree, &g->req, g->start, g->last,
+						  CLOCK_MONOTONIC, &ts);
+		break;
+	}
+	atomic_store(&g->done, 1);
+	return NULL;
+}
+
+/* Start @g on [a, b] and wait until it holds that (not yet growing). */
+static void start_grower(struct grower *g, pthread_t *th, struct range_lock_tree *tree,
+			 uint64_t a, uint64_t b, bool reader, uint64_t start, uint64_t last,
+			 int kind)
+{
+	memset(g, 0, sizeof(*g));
+	g->tree = tree;
+	g->reader = reader;
+	g->start = start;
+	g->last = last;
+	g->kind = kind;
+	g->timeout_ms = 10000;
+	g->result = 1; /* no call answers 1 */
+	range_lock_init(&g->req, a, b);
+	assert_int_equal(pthread_create(th, NULL, grower_thread, g), 0);
+	assert_true(flag_within(&g->locked, 10000));
+}
+
+/*
+ * Grow [a, b] to [c, d] on a free tree (4 segments, stripes of 4 units):
+ * it holds exactly [c, d] at once, nothing waits, no growth is left; after
+ * the unlock everything is free.
+ */
+static void grow_free(struct range_lock_tree *tree, bool reader, uint64_t a, uint64_t b,
+		      uint64_t c, uint64_t d)
+{
+	struct range_lock x;
+
+	range_lock_init(&x, a, b);
+	lock_mode(tree, &x, reader);
+	expect_holds(tree, &x, reader);
+	assert_int_equal(range_lock_grow(tree, &x, c, d), 0);
+	assert_true(x.start == c && x.last == d);
+	expect_holds(tree, &x, reader);
+	assert_int_equal(dump_count(tree, "waiting"), 0);
+	assert_int_equal(dump_count(tree, "growth"), 0);
+	unlock_mode(tree, &x, reader);
+	assert_true(all_free(tree, 0, 63, 2));
+	if (d > 63) {
+		assert_false(unit_busy(tree, d, false));
+		assert_false(unit_busy(tree, d / 2, false));
+	}
+}
+
+/*
+ * Growing on a free tree holds exactly the grown range, seen from other
+ * requests: within one stripe; from one stripe into the neighbouring ones
+ * (new segments, one side and both sides); a spanning request into a
+ * larger span that wraps past the last segment; to the whole key space;
+ * twice in a row; writers and readers, both policies.  A reader grows
+ * over another reader's units at once (readers share).
+ */
+static void test_grow_free(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock x, y;
+
+	(void)state;
+	for (int fifo = 0; fifo < 2; fifo++) {
+		for (int reader = 0; reader < 2; reader++) {
+			seg_tree(&tree, 4, 2, fifo);
+			grow_free(&tree, reader, 1, 2, 0, 3);    /* one stripe */
+			grow_free(&tree, reader, 1, 2, 1, 9);    /* into segments 1, 2 */
+			grow_free(&tree, reader, 5, 6, 0, 11);   /* both sides */
+			grow_free(&tree, reader, 2, 5, 1, 21);   /* span, wrapping */
+			grow_free(&tree, reader, 6, 6, 0, RANGE_LOCK_FULL);
+			grow_free(&tree, reader, 62, 63, 62, RANGE_LOCK_FULL);
+
+			/* Twice: one stripe, then across segments. */
+			range_lock_init(&x, 9, 9);
+			lock_mode(&tree, &x, reader);
+			assert_int_equal(range_lock_grow(&tree, &x, 8, 10), 0);
+			expect_holds(&tree, &x, reader);
+			assert_int_equal(range_lock_grow(&tree, &x, 3, 30), 0);
+			assert_true(x.start == 3 && x.last == 30);
+			expect_holds(&tree, &x, reader);
+			unlock_mode(&tree, &x, reader);
+			assert_true(all_free(&tree, 0, 63, 2));
+			assert_int_equal(range_lock_tree_destroy(&tree), 0);
+		}
+		/* Readers share: a reader grows over another reader's unit. */
+		seg_tree(&tree, 4, 2, fifo);
+		range_lock_init(&y, 7, 7);
+		range_read_lock(&tree, &y);
+		range_lock_init(&x, 1, 2);
+		range_read_lock(&tree, &x);
+		assert_int_equal(range_lock_grow_try(&tree, &x, 0, 9), 1);
+		expect_holds(&tree, &x, true);
+		range_read_unlock(&tree, &x);
+		assert_true(unit_busy(&tree, 7, false)); /* y's */
+		range_read_unlock(&tree, &y);
+		assert_true(all_free(&tree, 0, 63, 2));
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
+/*
+ * A grow waits for a holder of the added units in a segment the request
+ * is not in yet (and, grown from a span, in one it is in): it holds its
+ * old range meanwhile and returns only after the holder unlocks, holding
+ * the new range.  2 segments, stripes of 4 units (0-3 segment 0, 4-7
+ * segment 1, 8-11 segment 0, 12-15 segment 1).
+ */
+static void grow_waits_for_holder(bool fifo, bool reader, uint64_t a, uint64_t b,
+				  uint64_t c, uint64_t d, uint64_t h)
+{
+	struct range_lock_tree tree;
+	struct range_lock hold;
+	struct grower g;
+	pthread_t th;
+	bool early, kept;
+
+	seg_tree(&tree, 2, 2, fifo);
+	range_lock_init(&hold, h, h);
+	range_write_lock(&tree, &hold);
+	start_grower(&g, &th, &tree, a, b, reader, c, d, 0);
+	atomic_store(&g.go, 1);
+	assert_true(wait_for_parts_waiting(&tree, 1)); /* the growth's piece */
+	sleep_ms(50);
+	early = atomic_load(&g.done);
+	kept = unit_busy(&tree, a, false) && unit_busy(&tree, b, false);
+	range_write_unlock(&tree, &hold);
+	pthread_join(th, NULL);
+	assert_false(early);
+	assert_true(kept);
+	assert_int_equal(g.result, 0);
+	assert_true(g.req.start == c && g.req.last == d);
+	expect_holds(&tree, &g.req, reader);
+	assert_int_equal(dump_count(&tree, "waiting"), 0);
+	unlock_mode(&tree, &g.req, reader);
+	assert_true(all_free(&tree, 0, 31, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_grow_waits_for_holder(void **state)
+{
+	(void)state;
+	watchdog(60);
+	for (int fifo = 0; fifo < 2; fifo++) {
+		for (int reader = 0; reader < 2; reader++) {
+			/* Segment 0 into segment 1, over the holder of 5. */
+			grow_waits_for_holder(fifo, reader, 0, 3, 0, 5, 5);
+			/* A span of both segments, over the holder of 12. */
+			grow_waits_for_holder(fifo, reader, 2, 5, 2, 13, 12);
+			/* Downwards: the holder in segment 0, before the range. */
+			grow_waits_for_holder(fifo, reader, 5, 6, 1, 6, 1);
+		}
+	}
+}
+
+/*
+ * The cycle a grow must not close (docs/design.md, section 15, S7).
+ * 2 segments, stripes of 4 units.  O holds [0, 0].  Q locks [0, 5]: its
+ * part [0, 3] waits for O, its part [4, 5] is granted.  P locks [5, 9]:
+ * its part [8, 9] is granted (it meets nobody in segment 0), its part
+ * [5, 7] waits for Q's.  Neither Q nor P holds.  O grows to [0, 9]: were
+ * the granted parts of Q and P taken for holders, O would wait for P,
+ * P for Q, Q for O -- a deadlock (the timed grow times out instead).  The
+ * growth must make them wait again and hold at once.  Then O is alone in
+ * [0, 9] (a shared counter of threads inside), and after O unlocks, Q and
+ * P get in, Q first.
+ */
+struct cs_locker {
+	struct range_lock_tree *tree;
+	struct range_lock req;
+	atomic_int *inside, *order;
+	atomic_int done;
+	int overlap, my_order;
+};
+
+static void *cs_thread(void *arg)
+{
+	struct cs_locker *l = arg;
+
+	range_write_lock(l->tree, &l->req);
+	l->overlap = atomic_fetch_add(l->inside, 1) != 0;
+	l->my_order = atomic_fetch_add(l->order, 1);
+	sleep_ms(10);
+	atomic_fetch_sub(l->inside, 1);
+	range_write_unlock(l->tree, &l->req);
+	atomic_store(&l->done, 1);
+	return NULL;
+}
+
+static void start_cs_locker(struct cs_locker *l, pthread_t *th, struct range_lock_tree *tree,
+			    uint64_t a, uint64_t b, atomic_int *inside, atomic_int *order)
+{
+	memset(l, 0, sizeof(*l));
+	l->tree = tree;
+	l->inside = inside;
+	l->order = order;
+	l->my_order = -1;
+	range_lock_init(&l->req, a, b);
+	assert_int_equal(pthread_create(th, NULL, cs_thread, l), 0);
+}
+
+static void grow_cycle(bool fifo)
+{
+	struct range_lock_tree tree;
+	struct range_lock o;
+	struct cs_locker q, p;
+	pthread_t tq, tp;
+	struct timespec ts;
+	atomic_int inside = 0, order = 0;
+	bool q_part_in, p_part_in, o_overlap, early;
+	uint64_t o_start, o_last;
+	int ret, waiting_after;
+
+	seg_tree(&tree, 2, 2, fifo);
+	range_lock_init(&o, 0, 0);
+	range_write_lock(&tree, &o);
+	start_cs_locker(&q, &tq, &tree, 0, 5, &inside, &order);
+	assert_true(wait_for_parts_waiting(&tree, 1));       /* Q's [0, 3] */
+	q_part_in = unit_busy(&tree, 4, true);                /* Q's [4, 5] granted */
+	start_cs_locker(&p, &tp, &tree, 5, 9, &inside, &order);
+	assert_true(wait_for_parts_waiting(&tree, 2));       /* + P's [5, 7] */
+	p_part_in = unit_busy(&tree, 8, true);                /* P's [8, 9] granted */
+
+	deadline_in(CLOCK_MONOTONIC, 10000, &ts);
+	ret = range_lock_grow_timed(&tree, &o, 0, 9, CLOCK_MONOTONIC, &ts);
+	o_start = o.start;
+	o_last = o.last;
+	/* Q's and P's four parts all wait now: the two granted ones again. */
+	waiting_after = dump_count(&tree, "waiting");
+	o_overlap = atomic_fetch_add(&inside, 1) != 0;
+	sleep_ms(30);
+	early = atomic_load(&q.done) || atomic_load(&p.done);
+	atomic_fetch_sub(&inside, 1);
+	range_write_unlock(&tree, &o); /* [0, 9], or [0, 0] if it gave up */
+	pthread_join(tq, NULL);
+	pthread_join(tp, NULL);
+
+	assert_true(q_part_in);
+	assert_true(p_part_in);
+	assert_int_equal(ret, 0);
+	assert_true(o_start == 0 && o_last == 9);
+	assert_int_equal(waiting_after, 4);
+	assert_false(o_overlap);
+	assert_false(early);
+	assert_false(q.overlap);
+	assert_false(p.overlap);
+	assert_int_equal(q.my_order, 0); /* P waits for Q in segment 1 */
+	assert_int_equal(p.my_order, 1);
+	assert_int_equal(dump_count(&tree, "waiting"), 0);
+	assert_true(all_free(&tree, 0, 31, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_grow_revokes_granted_parts(void **state)
+{
+	(void)state;
+	watchdog(60);
+	grow_cycle(false);
+	grow_cycle(true);
+}
+
+/*
+ * A span's claim sees a revocation of a part its pass went by.  Stripes of
+ * one unit (unit u in segment u mod 2).  The main thread holds H = [3, 3]
+ * (segment 1) and O = [0, 0] (segment 0).  P asks for [2, 3]: its part in
+ * segment 0, [2, 2], is granted at once and its thread's pass goes by it;
+ * its part in segment 1 waits for H.  O grows to [0, 2], which meets P's
+ * granted part (P is later and does not hold): the part waits again, now
+ * for O, and the grow returns at once.  H unlocks: P's last part is
+ * granted, but its claim finds the first part waiting, so P must stay out
+ * until O unlocks.  A claim that trusted its pass would let P in while O
+ * holds unit 2.
+ */
+static void grow_claim(bool fifo)
+{
+	struct range_lock_tree tree;
+	struct range_lock h, o;
+	struct locker p;
+	pthread_t tp;
+	bool p_early, p_done;
+	int ret;
+
+	seg_tree(&tree, 2, 0, fifo);
+	range_lock_init(&h, 3, 3);
+	range_write_lock(&tree, &h);
+	range_lock_init(&o, 0, 0);
+	range_write_lock(&tree, &o);
+	start_locker(&p, &tp, &tree, 2, 3, false, 0);
+	assert_true(wait_for_parts_waiting(&tree, 1));       /* P's [3, 3] */
+	sleep_ms(20); /* (its thread waits on that part, past the first) */
+	ret = range_lock_grow_try(&tree, &o, 0, 2);          /* it would revoke */
+	assert_int_equal(ret, 0);
+	ret = range_lock_grow(&tree, &o, 0, 2);
+	range_write_unlock(&tree, &h);
+	sleep_ms(50);
+	p_early = atomic_load(&p.done);
+	range_write_unlock(&tree, &o);
+	p_done = locker_done(&p);
+	pthread_join(tp, NULL);
+	range_write_unlock(&tree, &p.req);
+
+	assert_int_equal(ret, 0);
+	assert_false(p_early);
+	assert_true(p_done);
+	assert_true(all_free(&tree, 0, 31, 1));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_grow_claim_sees_revocation(void **state)
+{
+	(void)state;
+	watchdog(60);
+	grow_claim(false);
+	grow_claim(true);
+}
+
+/*
+ * A later waiter in the added units waits for the grown request.  H holds
+ * [8, 8] (segment 0, stripe 2); O holds [0, 0]; then W asks for [8, 8] and
+ * waits behind H.  O grows to [0, 8]: it waits for H only (a holder), not
+ * for W (later).  H unlocks: O's grow returns, holding [0, 8], and W still
+ * waits -- now for O; O unlocks: W gets it.
+ */
+static void grow_later_waiter(bool fifo)
+{
+	struct range_lock_tree tree;
+	struct range_lock h;
+	struct grower o;
+	struct locker w;
+	pthread_t to, tw;
+	bool o_early, o_done, w_early, o_seg1, w_done;
+
+	seg_tree(&tree, 2, 2, fifo);
+	range_lock_init(&h, 8, 8);
+	range_write_lock(&tree, &h);
+	start_grower(&o, &to, &tree, 0, 0, false, 0, 8, 3); /* timed, 10 s */
+	start_locker(&w, &tw, &tree, 8, 8, false, 0);
+	assert_true(wait_for_parts_waiting(&tree, 1));       /* W */
+	atomic_store(&o.go, 1);
+	assert_true(wait_for_parts_waiting(&tree, 2));       /* + O's growth */
+	sleep_ms(30);
+	o_early = atomic_load(&o.done);
+	range_write_unlock(&tree, &h);
+	o_done = flag_within(&o.done, 12000);
+	sleep_ms(30);
+	w_early = atomic_load(&w.done);
+	o_seg1 = unit_busy(&tree, 4, true) && unit_busy(&tree, 7, true);
+	pthread_join(to, NULL);
+	range_write_unlock(&tree, &o.req);
+	w_done = locker_done(&w);
+	pthread_join(tw, NULL);
+	range_write_unlock(&tree, &w.req);
+
+	assert_false(o_early);
+	assert_true(o_done);
+	assert_int_equal(o.result, 0);
+	assert_true(o.req.start == 0 && o.req.last == 8);
+	assert_true(o_seg1);
+	assert_false(w_early);
+	assert_true(w_done);
+	assert_true(all_free(&tree, 0, 31, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_grow_later_waiter_waits(void **state)
+{
+	(void)state;
+	watchdog(60);
+	grow_later_waiter(false);
+	grow_later_waiter(true);
+}
+
+/*
+ * A timed grow that gives up leaves the request holding exactly its old
+ * range and nothing of the added units (free for others at once); the
+ * holder it waited for unlocks as usual.  From one stripe into another
+ * segment, and from a span into more of it.  2 segments, stripes of 4.
+ */
+static void grow_times_out(bool fifo, uint64_t a, uint64_t b, uint64_t d, uint64_t hu)
+{
+	struct range_lock_tree tree;
+	struct range_lock o, h;
+	struct timespec ts;
+
+	seg_tree(&tree, 2, 2, fifo);
+	range_lock_init(&h, hu, hu);
+	range_write_lock(&tree, &h);
+	range_lock_init(&o, a, b);
+	range_write_lock(&tree, &o);
+	deadline_in(CLOCK_MONOTONIC, 50, &ts);
+	assert_int_equal(range_lock_grow_timed(&tree, &o, a, d, CLOCK_MONOTONIC, &ts),
+			 -ETIMEDOUT);
+	assert_true(o.start == a && o.last == b);
+	assert_int_equal(dump_count(&tree, "waiting"), 0);
+	assert_int_equal(dump_count(&tree, "growth"), 0);
+	expect_holds(&tree, &o, false);
+	assert_true(all_free(&tree, b + 1, hu - 1, 2));
+	assert_true(unit_busy(&tree, hu, true));
+	range_write_unlock(&tree, &h);
+	assert_false(unit_busy(&tree, hu, false));
+	expect_holds(&tree, &o, false);
+	range_write_unlock(&tree, &o);
+	assert_true(all_free(&tree, 0, 31, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_grow_timed_gives_up(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock o, h;
+	struct locker l;
+	pthread_t th;
+	struct timespec ts;
+
+	(void)state;
+	watchdog(60);
+	for (int fifo = 0; fifo < 2; fifo++) {
+		grow_times_out(fifo, 0, 0, 5, 5);   /* segment 0 into segment 1 */
+		grow_times_out(fifo, 2, 5, 9, 9);   /* a span into stripe 2 */
+		grow_times_out(fifo, 2, 5, 13, 12); /* ... and into stripe 3 */
+	}
+	/* Another thread locks the added units at once after the give-up
+	 * (a lock call, not a trylock: it must not wait for anything). */
+	seg_tree(&tree, 2, 2, false);
+	range_lock_init(&h, 5, 5);
+	range_write_lock(&tree, &h);
+	range_lock_init(&o, 0, 0);
+	range_write_lock(&tree, &o);
+	deadline_in(CLOCK_MONOTONIC, 50, &ts);
+	assert_int_equal(range_lock_grow_timed(&tree, &o, 0, 5, CLOCK_MONOTONIC, &ts),
+			 -ETIMEDOUT);
+	start_locker(&l, &th, &tree, 1, 4, false, 0);
+	assert_true(locker_done(&l));
+	pthread_join(th, NULL);
+	assert_true(unit_busy(&tree, 0, true));
+	range_write_unlock(&tree, &l.req);
+	/* A bad deadline: -EINVAL when the call would wait, nothing changed;
+	 * not read when it would not. */
+	ts.tv_nsec = 1000000000L;
+	assert_int_equal(range_lock_grow_timed(&tree, &o, 0, 5, CLOCK_MONOTONIC, &ts), -EINVAL);
+	assert_true(o.start == 0 && o.last == 0);
+	assert_true(all_free(&tree, 1, 4, 2));
+	assert_int_equal(range_lock_grow_timed(&tree, &o, 0, 4, CLOCK_MONOTONIC, &ts), 0);
+	assert_true(o.start == 0 && o.last == 4);
+	range_write_unlock(&tree, &h);
+	range_write_unlock(&tree, &o);
+	assert_true(all_free(&tree, 0, 31, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/*
+ * range_lock_grow_try(): 1 when the added units are free (then held), 0
+ * when a holder is in the way (nothing changes, nothing is left behind),
+ * -EINVAL when the range is not a super-range; the blocking calls answer
+ * -EINVAL for those too, and a grow to the range held is a no-op that
+ * succeeds.  2 segments, stripes of 4.
+ */
+static void test_grow_try(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock o, h;
+
+	(void)state;
+	for (int fifo = 0; fifo < 2; fifo++) {
+		seg_tree(&tree, 2, 2, fifo);
+		range_lock_init(&h, 9, 9);
+		range_write_lock(&tree, &h);
+		range_lock_init(&o, 1, 2);
+		range_write_lock(&tree, &o);
+		assert_int_equal(range_lock_grow_try(&tree, &o, 0, 6), 1);
+		assert_true(o.start == 0 && o.last == 6);
+		expect_holds(&tree, &o, false);
+		/* Busy: H's unit 9. */
+		assert_int_equal(range_lock_grow_try(&tree, &o, 0, 9), 0);
+		assert_int_equal(range_lock_grow_try(&tree, &o, 0, 13), 0);
+		assert_true(o.start == 0 && o.last == 6);
+		assert_int_equal(dump_count(&tree, "waiting"), 0);
+		assert_int_equal(dump_count(&tree, "growth"), 0);
+		expect_holds(&tree, &o, false);
+		assert_true(all_free(&tree, 7, 8, 2));
+		assert_true(all_free(&tree, 10, 31, 2));
+		/* The range held: nothing to add. */
+		assert_int_equal(range_lock_grow_try(&tree, &o, 0, 6), 1);
+		assert_int_equal(range_lock_grow(&tree, &o, 0, 6), 0);
+		/* Not super-ranges: -EINVAL, nothing changed. */
+		assert_int_equal(range_lock_grow_try(&tree, &o, 1, 6), -EINVAL);
+		assert_int_equal(range_lock_grow_try(&tree, &o, 0, 5), -EINVAL);
+		assert_int_equal(range_lock_grow_try(&tree, &o, 3, 2), -EINVAL);
+		assert_int_equal(range_lock_grow(&tree, &o, 1, 20), -EINVAL);
+		assert_int_equal(range_lock_grow_timed(&tree, &o, 0, 5, CLOCK_MONOTONIC, NULL),
+				 -EINVAL);
+		assert_int_equal(range_lock_grow_interruptible(&tree, &o, 10, 5), -EINVAL);
+		assert_int_equal(range_lock_grow_killable(&tree, &o, 2, 30), -EINVAL);
+		assert_true(o.start == 0 && o.last == 6);
+		expect_holds(&tree, &o, false);
+		/* Free again: the grow into both segments' stripes holds. */
+		range_write_unlock(&tree, &h);
+		assert_int_equal(range_lock_grow_try(&tree, &o, 0, 13), 1);
+		expect_holds(&tree, &o, false);
+		range_write_unlock(&tree, &o);
+		assert_true(all_free(&tree, 0, 31, 2));
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
+/*
+ * A grow interrupted by a signal (interruptible) or cancelled (killable)
+ * while it waits in another segment leaves the request holding exactly
+ * its old range and nothing of the added units, no part waiting.
+ */
+static void test_grow_signal_and_cancel(void **state)
+{
+	struct sigaction sa;
+	struct range_lock_tree tree;
+	struct range_lock h;
+	struct grower g;
+	pthread_t th;
+	void *ret;
+
+	(void)state;
+	watchdog(60);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART */
+	sigaction(SIGUSR1, &sa, NULL);
+	for (int round = 0; round < 4; round++) {
+		int kind = round & 1 ? 2 : 1;
+
+		seg_tree(&tree, 2, 2, round & 2);
+		range_lock_init(&h, 9, 9);               /* segment 0, stripe 2 */
+		range_write_lock(&tree, &h);
+		start_grower(&g, &th, &tree, 0, 3, false, 0, 13, kind);
+		atomic_store(&g.go, 1);
+		assert_true(wait_for_parts_waiting(&tree, 1));
+		if (kind == 1) {
+			/* Again until it returns: a signal that comes before
+			 * the thread sleeps is not an interruption. */
+			for (int i = 0; i < 2000 && !atomic_load(&g.done); i++) {
+				pthread_kill(th, SIGUSR1);
+				sleep_ms(5);
+			}
+			pthread_join(th, &ret);
+			assert_int_equal(g.result, -EINTR);
+		} else {
+			pthread_cancel(th);
+			pthread_join(th, &ret);
+			assert_ptr_equal(ret, PTHREAD_CANCELED);
+			assert_int_equal(atomic_load(&g.cancelled), 1);
+		}
+		assert_true(g.req.start == 0 && g.req.last == 3);
+		assert_int_equal(dump_count(&tree, "waiting"), 0);
+		assert_int_equal(dump_count(&tree, "growth"), 0);
+		expect_holds(&tree, &g.req, false);
+		assert_true(all_free(&tree, 4, 8, 2));
+		assert_true(all_free(&tree, 10, 31, 2));
+		range_write_unlock(&tree, &g.req);
+		range_write_unlock(&tree, &h);
+		assert_true(all_free(&tree, 0, 31, 2));
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+}
+
+/*
+ * After a grow that made a request span segments: a shrink back to one
+ * stripe makes it a plain hold of its segment again (no span part left);
+ * a downgrade lets readers in over the whole grown range; an unlock frees
+ * every segment.  Statistics count the request once throughout (held_now
+ * 1), a grow that did not wait as one acquisition, not contended;
+ * destroy finds nothing left.  4 segments, stripes of 4 units.
+ */
+static void test_grow_then_shrink_downgrade(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock_stats storage, st0, st;
+	struct range_lock x;
+
+	(void)state;
+	for (int fifo = 0; fifo < 2; fifo++) {
+		seg_tree(&tree, 4, 2, fifo);
+		assert_int_equal(range_lock_tree_enable_stats(&tree, &storage), 0);
+
+		/* Shrink back. */
+		range_lock_init(&x, 1, 2);
+		range_write_lock(&tree, &x);
+		assert_int_equal(dump_count(&tree, "span part"), 0);
+		assert_int_equal(range_lock_tree_get_stats(&tree, &st0), 0);
+		assert_int_equal(range_lock_grow(&tree, &x, 1, 13), 0);
+		assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+		/* (before any probe, which counts as an acquisition too) */
+		assert_int_equal(st.write_acquired, st0.write_acquired + 1);
+		assert_int_equal(st.contended, st0.contended);
+		assert_int_equal(dump_count(&tree, "span part"), 4);
+		expect_held_waiting(&tree, 1, 0);
+		expect_holds(&tree, &x, false);
+		assert_int_equal(range_lock_shrink(&tree, &x, 1, 2), 0);
+		assert_int_equal(dump_count(&tree, "span part"), 0);
+		expect_held_waiting(&tree, 1, 0);
+		expect_holds(&tree, &x, false);
+		assert_true(all_free(&tree, 3, 31, 2));
+		/* ... and grows again, then shrinks to another segment. */
+		assert_int_equal(range_lock_grow(&tree, &x, 0, 9), 0);
+		assert_int_equal(range_lock_shrink(&tree, &x, 8, 9), 0);
+		assert_int_equal(dump_count(&tree, "span part"), 0);
+		expect_holds(&tree, &x, false);
+		range_write_unlock(&tree, &x);
+		expect_held_waiting(&tree, 0, 0);
+
+		/* Downgrade after a grow. */
+		range_lock_init(&x, 5, 6);
+		range_write_lock(&tree, &x);
+		assert_int_equal(range_lock_grow(&tree, &x, 0, 10), 0);
+		range_downgrade_write(&tree, &x);
+		expect_held_waiting(&tree, 1, 0);
+		expect_holds(&tree, &x, true);
+		range_read_unlock(&tree, &x);
+
+		/* Unlock after a grow into every segment. */
+		range_lock_init(&x, 4, 4);
+		range_read_lock(&tree, &x);
+		assert_int_equal(range_lock_grow(&tree, &x, 4, 50), 0);
+		assert_int_equal(dump_count(&tree, "span part"), 4);
+		expect_held_waiting(&tree, 1, 0);
+		expect_holds(&tree, &x, true);
+		range_read_unlock(&tree, &x);
+		expect_held_waiting(&tree, 0, 0);
+		assert_int_equal(dump_count(&tree, "held"), 0);
+		assert_true(all_free(&tree, 0, 63, 2));
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
 }
 
 /* ---- sets ----------------------------------------------------------------- */
@@ -2131,6 +2896,15 @@ int main(void)
 		cmocka_unit_test(test_shrink_spanning),
 		cmocka_unit_test(test_shrink_keeps_counts),
 		cmocka_unit_test(test_shrink_wrapping),
+		cmocka_unit_test(test_grow_free),
+		cmocka_unit_test(test_grow_waits_for_holder),
+		cmocka_unit_test(test_grow_revokes_granted_parts),
+		cmocka_unit_test(test_grow_claim_sees_revocation),
+		cmocka_unit_test(test_grow_later_waiter_waits),
+		cmocka_unit_test(test_grow_timed_gives_up),
+		cmocka_unit_test(test_grow_try),
+		cmocka_unit_test(test_grow_signal_and_cancel),
+		cmocka_unit_test(test_grow_then_shrink_downgrade),
 		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_sets_spanning),
