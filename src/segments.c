@@ -143,7 +143,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1174,7 +1173,6 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 {
 	struct rl_segments *s = segments_of(tree);
 	struct set_wait sw = { NULL, NULL, n, 0, 0, -ECANCELED, 0 };
-	uint32_t tid = rl_thread_id();
 	int r;
 
 	/* Members are marked as in a tree while the call runs, so that one
@@ -1247,7 +1245,7 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 		sp->in_set = false;
 		if (sp->n == 1) {
 			rl_move_request(t0, PART(sp, 0), lock);
-			lock->owner_tid = tid;
+			lock->owner_tid = rl_thread_id();
 		}
 		tree_unlock(t0);
 		if (sp->n == 1) {
@@ -1518,8 +1516,10 @@ int rl_seg_async_cancel(struct range_lock_tree *tree, struct range_lock_async *r
  *    the deciding step, taken before any blocker is added (grow_pin());
  *    its grant queues the part again.  A part whose last completion is
  *    still queued cannot be queued twice: the growth lets go of every
- *    lock and enters again (PART_COMPLETION_DUE; such a completion runs as
- *    soon as the thread whose release granted it leaves its call).
+ *    lock, pauses and enters again (PART_COMPLETION_DUE; such a
+ *    completion runs once the completions ahead of it on the thread
+ *    whose release granted it have returned -- user code: the pause,
+ *    grow_pause(), is where a grow that may give up does).
  *  - Waiting pieces are HANDOFF-marked in the default policy, so their
  *    counts only fall; the call waits for each in turn (wait_part()).  A
  *    give-up takes every piece out through its segment's release walk, one
@@ -1535,7 +1535,9 @@ int rl_seg_async_cancel(struct range_lock_tree *tree, struct range_lock_async *r
  *    makes it busy (it would otherwise be made to wait again by a call
  *    that may not wait).
  * Statistics: the grow counts as an acquisition (or a busy try, a
- * contention, a give-up) in the first segment of the new range; each
+ * contention, a give-up) in the first segment of the new range -- a
+ * give-up that the waiting code noticed on a piece counts in that piece's
+ * segment, as the waiting code counts every give-up; each
  * waiting piece counts in waiting_now of its segment, as a tree without
  * segments counts its growths.
  */
@@ -1751,6 +1753,59 @@ static void grow_abandon_on_cancel(void *arg)
 	free(gw->gs);
 }
 
+/* A cancellation in grow_pause(): a give-up, with nothing to take out. */
+static void grow_free_on_cancel(void *arg)
+{
+	struct grow_wait *gw = arg;
+	struct range_lock_tree *t0 = gw->gs[0].t;
+
+	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
+	tree_lock(t0);
+	if (t0->stats)
+		stat_give_up(t0->stats, -ECANCELED);
+	tree_unlock(t0);
+	free(gw->to);
+	free(gw->gs);
+}
+
+/*
+ * GROW_RETRY's pause, no segment locked and nothing entered: up to 50 us,
+ * as the call's kind allows.  0 to look again; -ETIMEDOUT past a timed
+ * call's deadline (-EINVAL if that is invalid: the call would wait),
+ * -EINTR when a signal interrupts an interruptible call; a killable call
+ * is a cancellation point here.  (The completion may stay queued for as
+ * long as a completion ahead of it on its thread runs.)
+ */
+static int grow_pause(struct grow_wait *gw, const struct waiter *w)
+{
+	_Atomic uint32_t never = 0;
+	struct timespec until;
+	int r;
+
+	if (w->kind == WAIT_TIMED) {
+		if (!timespec_valid(w->clockid, w->abstime))
+			return -EINVAL;
+		if (deadline_passed(w->clockid, w->abstime))
+			return -ETIMEDOUT;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	timespec_add_ns(&until, 50000);
+	rl_sooner_user_deadline(w, &until);
+	pthread_cleanup_push(grow_free_on_cancel, gw);
+	if (w->kind == WAIT_KILLABLE)
+		pthread_testcancel();
+	r = rl_wait(&never, 0, CLOCK_MONOTONIC, &until,
+		    w->kind == WAIT_INTERRUPTIBLE ? RL_WAIT_INTERRUPTIBLE : 0);
+	if (w->kind == WAIT_KILLABLE)
+		pthread_testcancel();
+	pthread_cleanup_pop(0);
+	if (r == -EINTR && w->kind == WAIT_INTERRUPTIBLE)
+		return -EINTR;
+	if (w->kind == WAIT_TIMED && deadline_passed(w->clockid, w->abstime))
+		return -ETIMEDOUT;
+	return 0;
+}
+
 /* Wait for every piece (span_wait_parts()'s rules). */
 static int grow_wait_pieces(struct grow_wait *gw, struct waiter *w)
 {
@@ -1824,6 +1879,12 @@ static struct span *grow_merge(struct range_lock_tree *tree, struct range_lock *
 		}
 		if (!to)
 			continue;
+		/* A read held fast within one stripe (materialised above): its
+		 * slot goes back, as at its unlock; L is a span's now. */
+		if (x->g.owner == lock && (lock->owner_tid & RL_SLOT_TAG)) {
+			rl_slot_unmaterialise(x->t, lock->owner_tid);
+			lock->owner_tid = rl_thread_id();
+		}
 		/* Into the new span: L's part here, or the piece that becomes it
 		 * (merged pieces are out of their tree already). */
 		rl_move_request(x->t, x->g.owner ? x->g.owner : &x->g.part[0], PART(to, k));
@@ -1891,8 +1952,6 @@ int rl_seg_grow(const char *call, struct range_lock_tree *tree, struct range_loc
 	}
 	gw.gs = gs;
 	gw.to = to;
-	if (w)
-		rl_async_check_may_wait(call, lock);
 	for (k = 0; k < n; k++)
 		gs[k].t = rl_seg_tree(s, rl_seg_part(s, start, last, k).seg);
 retry:
@@ -1966,11 +2025,23 @@ retry:
 	st = gs[0].t->stats;
 	r = grow_check(gs, n, reader, !w);
 	if (r == GROW_RETRY) {
-		/* A completion still queued on another thread: it runs as soon
-		 * as that thread leaves its call. */
+		/* A completion still queued on another thread: it runs once
+		 * that thread's earlier completions have returned. */
 		grow_lock_all(gs, n, false);
-		sched_yield();
-		goto retry;
+		/* (from a completion: that one may be queued behind ours) */
+		rl_async_check_may_wait(call, lock);
+		r = grow_pause(&gw, w);
+		if (!r)
+			goto retry;
+		if (r != -EINVAL) {
+			tree_lock(gs[0].t);
+			if (gs[0].t->stats)
+				stat_give_up(gs[0].t->stats, r);
+			tree_unlock(gs[0].t);
+		}
+		free(gs);
+		free(to);
+		return r; /* nothing entered: @lock holds what it held */
 	}
 	if (r == GROW_BUSY || (w && w->kind == WAIT_TIMED &&
 			       !timespec_valid(w->clockid, w->abstime) &&

@@ -994,7 +994,10 @@ RANGELOCK_API int range_lock_shrink(struct range_lock_tree *tree, struct range_l
  * same rules.  A request spanning segments that came later and is granted
  * in some of them but still waits in another is not a holder: where the
  * added units meet its granted part, that part waits again, for the
- * grown request.  A grow that must wait for a holder of the added units
+ * grown request -- once, if it is asynchronous, the completion its
+ * grant queued on the releasing thread has run (the grow sleeps briefly
+ * until then; the forms that give up do so there too).  A grow that must
+ * wait for a holder of the added units
  * in several segments waits for them one after the other.
  *
  * Deadlocks the caller can make, as with any lock taken while holding

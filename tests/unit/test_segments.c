@@ -2639,6 +2639,153 @@ static bool segment_biases(struct range_lock_tree *tree, struct range_lock *y)
 }
 
 /*
+ * A read held fast (in the thread's slot) within one stripe that grows
+ * into other segments gives the slot back when it is released: the
+ * thread reads fast again (a slot kept would make it read through the
+ * tree in every tree, for good).  (The
+ * checking mode never reads fast.)  4 segments, stripes of 4 units: two
+ * reads of stripe [4, 7], one in the segment's lock word (where the build
+ * has one), the other in the slot; that one grows to unit 9.
+ */
+#ifndef TEST_CHECKED
+static void test_grow_fast_read(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock y, z, *f;
+
+	(void)state;
+	seg_tree(&tree, 4, 2, false);
+	range_lock_init(&y, 4, 6);
+	for (int round = 0; round < 2; round++) {
+		assert_true(segment_biases(&tree, &y));
+		range_lock_init(&z, 7, 7);
+		range_read_lock(&tree, &z);
+		range_lock_init(&y, 4, 6);
+		range_read_lock(&tree, &y);
+		f = y.owner_tid & RL_SLOT_TAG ? &y : &z;
+		if (!(f->owner_tid & RL_SLOT_TAG))
+			fail_msg("round %d: neither read is fast", round);
+		if (round == 0) {
+			assert_int_equal(range_lock_grow(&tree, f, f->start, 9), 0);
+			assert_true(f->last == 9);
+			for (uint64_t u = f->start; u <= 10; u++) /* 10: free */
+				assert_true(unit_busy(&tree, u, false) == (u <= 9));
+		}
+		range_read_unlock(&tree, &y);
+		range_read_unlock(&tree, &z);
+	}
+	assert_true(all_free(&tree, 0, 63, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+#endif
+
+/*
+ * A grow that must revoke a granted part of a later asynchronous span
+ * whose completion is still queued cannot take it yet: it lets go and
+ * enters again, and that completion runs only after the completions ahead
+ * of it on the granting thread.  Meanwhile the grow keeps its deadline.
+ * 2 segments, stripes of 4 (0-3, 8-11, 16-19 segment 0; 4-7, 12-15
+ * segment 1).  L holds [0, 1]; T holds [3, 3] and [16, 16]; H holds
+ * [12, 12]; S asks for [3, 13] (its part [3, 11] waits for T, [4, 13] for
+ * H); Q asks for [16, 16].  T unlocks [16, 16]: Q's completion runs on T,
+ * unlocks [3, 3] (which grants S's part in segment 0: its completion is
+ * queued behind Q's) and blocks.  L's timed grow to [0, 3] must give up at
+ * its deadline, holding [0, 1]; once Q's completion returns, a grow takes
+ * [0, 3] at once (S's part is revoked: S holds nothing yet).
+ */
+struct retry_thread {
+	struct range_lock_tree *tree;
+	struct range_lock t3, t16;
+	atomic_int locked, release, in_callback, q_status;
+};
+
+static struct retry_thread retry_t;
+
+static void retry_q_done(struct range_lock_async *req, int status)
+{
+	(void)req;
+	atomic_store(&retry_t.q_status, status); /* (asserted after the join) */
+	range_write_unlock(retry_t.tree, &retry_t.t3); /* grants S's part: queued */
+	atomic_store(&retry_t.in_callback, 1);
+	/* bounded: the control without the give-up ends by itself */
+	(void)flag_within(&retry_t.release, 5000);
+}
+
+static void *retry_thread_main(void *arg)
+{
+	struct retry_thread *t = arg;
+
+	range_write_lock(t->tree, &t->t3);
+	range_write_lock(t->tree, &t->t16);
+	atomic_store(&t->locked, 1);
+	while (atomic_load(&t->locked) != 2)
+		sleep_ms(1);
+	range_write_unlock(t->tree, &t->t16); /* runs Q's completion, then S's */
+	return NULL;
+}
+
+static void test_grow_retry_keeps_deadline(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock_stats st;
+	struct range_lock l, h;
+	struct async_rec sr;
+	struct range_lock_async q;
+	struct timespec ts, t0, t1;
+	pthread_t th;
+	int r;
+
+	(void)state;
+	watchdog(60);
+	seg_tree(&tree, 2, 2, false);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	range_lock_init(&l, 0, 1);
+	range_write_lock(&tree, &l);
+	range_lock_init(&h, 12, 12);
+	range_write_lock(&tree, &h);
+	memset(&retry_t, 0, sizeof(retry_t));
+	retry_t.tree = &tree;
+	range_lock_init(&retry_t.t3, 3, 3);
+	range_lock_init(&retry_t.t16, 16, 16);
+	assert_int_equal(pthread_create(&th, NULL, retry_thread_main, &retry_t), 0);
+	assert_true(flag_within(&retry_t.locked, 10000));
+	async_rec_init(&sr, &tree, 3, 13, false, false);
+	assert_int_equal(async_submit(&sr), -EINPROGRESS);
+	assert_int_equal(range_lock_async_init(&q, 16, 16, retry_q_done, NULL), 0);
+	assert_int_equal(range_write_lock_async(&tree, &q), -EINPROGRESS);
+	atomic_store(&retry_t.locked, 2); /* T unlocks [16, 16] */
+	assert_true(flag_within(&retry_t.in_callback, 10000));
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	deadline_in(CLOCK_MONOTONIC, 100, &ts);
+	r = range_lock_grow_timed(&tree, &l, 0, 3, CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	atomic_store(&retry_t.release, 1);
+	pthread_join(th, NULL);
+	assert_int_equal(retry_t.q_status, 0);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_true(t1.tv_sec - t0.tv_sec < 3); /* not held until Q's return */
+	assert_true(l.start == 0 && l.last == 1);
+	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
+	assert_int_equal(st.gave_up_timeout, 1);
+	assert_int_equal(atomic_load(&sr.calls), 0); /* S waits for H */
+
+	/* Q's completion returned, S's ran: S's part is revoked at once. */
+	assert_int_equal(range_lock_grow(&tree, &l, 0, 3), 0);
+	for (uint64_t u = 0; u <= 3; u++) /* (4 is S's, waiting: busy too) */
+		expect_unit_held(&tree, &l, false, u);
+	range_write_unlock(&tree, &h);
+	assert_int_equal(atomic_load(&sr.calls), 0); /* S waits for L now */
+	range_write_unlock(&tree, &l);
+	assert_int_equal(atomic_load(&sr.calls), 1);
+	assert_int_equal(atomic_load(&sr.status), 0);
+	async_unlock(&sr);
+	range_write_unlock(&tree, &q.lock);
+	assert_true(all_free(&tree, 0, 31, 2));
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/*
  * A tree with segments bound to a file takes the OFD lock of each
  * request's whole range after its local grant, and lets go of it first:
  * spanning or within one stripe, through every call that changes a hold
@@ -2905,6 +3052,10 @@ int main(void)
 		cmocka_unit_test(test_grow_try),
 		cmocka_unit_test(test_grow_signal_and_cancel),
 		cmocka_unit_test(test_grow_then_shrink_downgrade),
+		cmocka_unit_test(test_grow_retry_keeps_deadline),
+#ifndef TEST_CHECKED
+		cmocka_unit_test(test_grow_fast_read),
+#endif
 		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_sets_spanning),
