@@ -2683,15 +2683,15 @@ static void test_grow_fast_read(void **state)
  * A grow that must revoke a granted part of a later asynchronous span
  * whose completion is still queued cannot take it yet: it lets go and
  * enters again, and that completion runs only after the completions ahead
- * of it on the granting thread.  Meanwhile the grow keeps its deadline.
- * 2 segments, stripes of 4 (0-3, 8-11, 16-19 segment 0; 4-7, 12-15
- * segment 1).  L holds [0, 1]; T holds [3, 3] and [16, 16]; H holds
- * [12, 12]; S asks for [3, 13] (its part [3, 11] waits for T, [4, 13] for
- * H); Q asks for [16, 16].  T unlocks [16, 16]: Q's completion runs on T,
- * unlocks [3, 3] (which grants S's part in segment 0: its completion is
- * queued behind Q's) and blocks.  L's timed grow to [0, 3] must give up at
- * its deadline, holding [0, 1]; once Q's completion returns, a grow takes
- * [0, 3] at once (S's part is revoked: S holds nothing yet).
+ * of it on the granting thread.  Meanwhile a timed grow keeps its
+ * deadline, an interruptible one returns on a signal and a killable one
+ * is cancelled, each leaving its request as it was.  2 segments, stripes
+ * of 4 (0-3, 8-11, 16-19 segment 0; 4-7, 12-15 segment 1).  L holds
+ * [0, 1]; T holds [3, 3] and [16, 16]; H holds [12, 12]; S asks for
+ * [3, 13] (its part [3, 11] waits for T, [4, 13] for H); Q asks for
+ * [16, 16].  T unlocks [16, 16]: Q's completion runs on T, unlocks [3, 3]
+ * (which grants S's part in segment 0: its completion is queued behind
+ * Q's) and blocks until the grow has returned.  L grows to [0, 3].
  */
 struct retry_thread {
 	struct range_lock_tree *tree;
@@ -2724,23 +2724,27 @@ static void *retry_thread_main(void *arg)
 	return NULL;
 }
 
-static void test_grow_retry_keeps_deadline(void **state)
+static void grow_retry(int kind)
 {
+	struct sigaction sa;
 	struct range_lock_tree tree;
 	struct range_lock_stats st;
-	struct range_lock l, h;
+	struct range_lock h;
 	struct async_rec sr;
 	struct range_lock_async q;
-	struct timespec ts, t0, t1;
-	pthread_t th;
-	int r;
+	struct timespec t0, t1;
+	struct grower g;
+	pthread_t th, tg;
+	void *ret;
+	bool early;
 
-	(void)state;
-	watchdog(60);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART */
+	sigaction(SIGUSR1, &sa, NULL);
 	seg_tree(&tree, 2, 2, false);
 	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
-	range_lock_init(&l, 0, 1);
-	range_write_lock(&tree, &l);
+	start_grower(&g, &tg, &tree, 0, 1, false, 0, 3, kind);
+	g.timeout_ms = 100;
 	range_lock_init(&h, 12, 12);
 	range_write_lock(&tree, &h);
 	memset(&retry_t, 0, sizeof(retry_t));
@@ -2757,32 +2761,61 @@ static void test_grow_retry_keeps_deadline(void **state)
 	assert_true(flag_within(&retry_t.in_callback, 10000));
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	deadline_in(CLOCK_MONOTONIC, 100, &ts);
-	r = range_lock_grow_timed(&tree, &l, 0, 3, CLOCK_MONOTONIC, &ts);
+	atomic_store(&g.go, 1);
+	sleep_ms(20);
+	early = atomic_load(&g.done); /* (a timed one: not before 100 ms) */
+	if (kind == 1) {
+		/* Again until it returns: a signal that comes before the
+		 * thread sleeps is not an interruption. */
+		for (int i = 0; i < 400 && !atomic_load(&g.done); i++) {
+			pthread_kill(tg, SIGUSR1);
+			sleep_ms(5);
+		}
+	} else if (kind == 2) {
+		pthread_cancel(tg);
+	}
+	pthread_join(tg, &ret);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	atomic_store(&retry_t.release, 1);
 	pthread_join(th, NULL);
 	assert_int_equal(retry_t.q_status, 0);
-	assert_int_equal(r, -ETIMEDOUT);
 	assert_true(t1.tv_sec - t0.tv_sec < 3); /* not held until Q's return */
-	assert_true(l.start == 0 && l.last == 1);
+	assert_false(early);
 	assert_int_equal(range_lock_tree_get_stats(&tree, &st), 0);
-	assert_int_equal(st.gave_up_timeout, 1);
+	if (kind == 3) {
+		assert_int_equal(g.result, -ETIMEDOUT);
+		assert_int_equal(st.gave_up_timeout, 1);
+	} else if (kind == 1) {
+		assert_int_equal(g.result, -EINTR);
+		assert_int_equal(st.gave_up_signal, 1);
+	} else {
+		assert_ptr_equal(ret, PTHREAD_CANCELED);
+		assert_int_equal(atomic_load(&g.cancelled), 1);
+		assert_int_equal(st.gave_up_cancel, 1);
+	}
+	assert_true(g.req.start == 0 && g.req.last == 1);
+	assert_int_equal(dump_count(&tree, "growth"), 0);
+	for (uint64_t u = 0; u <= 1; u++)
+		expect_unit_held(&tree, &g.req, false, u);
 	assert_int_equal(atomic_load(&sr.calls), 0); /* S waits for H */
 
-	/* Q's completion returned, S's ran: S's part is revoked at once. */
-	assert_int_equal(range_lock_grow(&tree, &l, 0, 3), 0);
-	for (uint64_t u = 0; u <= 3; u++) /* (4 is S's, waiting: busy too) */
-		expect_unit_held(&tree, &l, false, u);
+	range_write_unlock(&tree, &g.req);
 	range_write_unlock(&tree, &h);
-	assert_int_equal(atomic_load(&sr.calls), 0); /* S waits for L now */
-	range_write_unlock(&tree, &l);
 	assert_int_equal(atomic_load(&sr.calls), 1);
 	assert_int_equal(atomic_load(&sr.status), 0);
 	async_unlock(&sr);
 	range_write_unlock(&tree, &q.lock);
 	assert_true(all_free(&tree, 0, 31, 2));
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_grow_retry_gives_up(void **state)
+{
+	(void)state;
+	watchdog(60);
+	grow_retry(3); /* timed */
+	grow_retry(1); /* interruptible */
+	grow_retry(2); /* killable */
 }
 
 /*
@@ -3052,7 +3085,7 @@ int main(void)
 		cmocka_unit_test(test_grow_try),
 		cmocka_unit_test(test_grow_signal_and_cancel),
 		cmocka_unit_test(test_grow_then_shrink_downgrade),
-		cmocka_unit_test(test_grow_retry_keeps_deadline),
+		cmocka_unit_test(test_grow_retry_gives_up),
 #ifndef TEST_CHECKED
 		cmocka_unit_test(test_grow_fast_read),
 #endif
