@@ -1946,8 +1946,9 @@ static void *stats_reader_thread(void *arg)
 			INC(sr_reads);
 			if (cur.held_now > bound || cur.waiting_now > wbound)
 				error("--stats-reader: held_now=%" PRIu64 " waiting_now=%" PRIu64
-				      " with %d threads of at most %d requests each", cur.held_now,
-				      cur.waiting_now, nr_slots, MR_MAX);
+				      " with %d threads (bounds: %" PRIu64 " held, %" PRIu64
+				      " waiting)", cur.held_now, cur.waiting_now, nr_slots,
+				      bound, wbound);
 			if (cur.held_peak < cur.held_now || cur.waiting_peak < cur.waiting_now)
 				error("--stats-reader: a peak below its current value (held %"
 				      PRIu64 "/%" PRIu64 ", waiting %" PRIu64 "/%" PRIu64 ")",
