@@ -559,14 +559,40 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * overtaking, except that a spanning request never overtakes and is never
  * overtaken, as if it had waited past the hand-off bound from the start).
  *
- * Choosing: make 2^k at least the size of a typical request, so that few
- * requests span (a spanning lock costs a malloc() of its parts and one
- * internal-lock acquisition per segment it meets; a whole-resource request
- * meets all S), and S about the number of threads that lock at once, or
- * more (two requests in one segment share its lines as on a tree without
- * segments).  For byte ranges of a file, k = 16..21 (64 KiB to 2 MiB); for
- * page numbers, k = 4..9.  Whole-resource writers are fastest on a tree
- * without segments (word mode).
+ * Choosing S and k.  The segments repeat every S * 2^k units: segment g
+ * holds stripes g, g + S, g + 2S, ...  Two threads whose ranges fall in
+ * one segment share its lock and lines as on a tree without segments, so:
+ *
+ *  - make S * 2^k at least R, the size of the resource in units: every
+ *    stripe of it then has a segment of its own (with less, areas
+ *    S * 2^k units apart share their segments);
+ *  - make 2^k at most the area one thread works in, with the areas'
+ *    borders on multiples of 2^k: each area is then whole segments;
+ *  - make 2^k several times a request, and requests aligned: a request
+ *    within one stripe touches one segment; one that crosses a stripe
+ *    border spans two (a malloc() of its parts and each segment's
+ *    internal lock, about 1,000 instructions more per lock and unlock),
+ *    and one that meets n stripes spans min(n, S) segments: a
+ *    whole-resource request meets all S;
+ *  - segments beyond R / 2^k are never used: 128 bytes each, but every
+ *    request that covers S stripes or more, the dump, statistics and
+ *    destroy visit all S.
+ *
+ * Example: a 1 MiB buffer (bytes, R = 2^20), 4 writers each in its own
+ * 256 KiB quarter, 4 KiB requests on 4 KiB boundaries, readers anywhere:
+ * S = 4, k = 18 gives each quarter a segment (S * 2^k = R); no write spans,
+ * a read spans only where it crosses a quarter's border.  S = 16, k = 16
+ * works too (4 segments per quarter), with more reads crossing a 64 KiB
+ * border.  S = 8, k = 16 puts the third quarter in segments 0-3 with the
+ * first and the fourth with the second (S * 2^k = 512 KiB); S = 64,
+ * k = 16 leaves segments 16-63 unused.
+ *
+ * Without a fixed layout (a large file, threads at random offsets): 2^k
+ * several typical requests (byte ranges: k = 16..21; page numbers:
+ * k = 4..9) and S the power of two at or above R / 2^k, at most 256; two
+ * threads then share a segment with a probability of about 1 / S.
+ * Whole-resource writers are fastest on a tree without segments (word
+ * mode).
  *
  * On a tree with segments: the lock, trylock, unlock and downgrade calls,
  * range_lock_shrink(), range_lock_tree_set_fifo(),
