@@ -128,8 +128,9 @@
  *      range_lock_tree_set_file(), when the first bind of a file cannot
  *      reopen it.
  *     -ENOTSUP: range_lock_tree_set_segments() on a tree with statistics
- *      enabled, when it would split or merge segments (its page says
- *      exactly when).
+ *      enabled: any call on a tree with segments, and a split (@segments
+ *      above 1) of a tree without; @segments 1 on a tree without segments
+ *      changes nothing and returns 0 or -EBUSY.
  *     -ENOMEM: range_lock_tree_set_segments(), and on a tree with
  *      segments the lock calls that can fail and the asynchronous
  *      submissions, for a range that spans segments, the set calls that
