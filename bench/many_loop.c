@@ -9,8 +9,8 @@
  *       build/bench/rangelock-many-loop MODE N [TREE]
  *
  * and divide the "Collected" Ir by N + N / 10 + 1 (loop() runs a warm-up
- * of N / 10 + 1 too) (see docs/benchmarks.md, "Results:
- * several ranges and growing").  Modes (two disjoint ranges [0, 99] and
+ * of N / 10 + 1 too) (see docs/benchmarks.md, "Instruction counts").
+ * Modes (two disjoint ranges [0, 99] and
  * [200, 299]; grow: [0, 99] held, grown to [0, 100] and back):
  *   many-w     range_lock_many + range_unlock_many, 2 writers
  *   many1-w    range_lock_many + 2 single unlocks, 2 writers

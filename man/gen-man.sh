@@ -34,20 +34,22 @@ cd "$(dirname "$0")/.."
 header=include/rangelock/rangelock.h
 out=man
 
-# page|what the page covers|names (functions, macros, "struct name")
-groups='range_lock_tree_init|initialise, configure and check a range lock tree|range_lock_tree_init range_lock_tree_set_fifo range_lock_tree_destroy RANGE_LOCK_TREE_INITIALIZER RANGE_LOCK_TREE_INITIALIZER_FIFO DEFINE_RANGE_LOCK_TREE DEFINE_RANGE_LOCK_TREE_FIFO
-range_lock_init|prepare a range lock request|range_lock_init range_lock_init_full RANGE_LOCK_INITIALIZER DEFINE_RANGE_LOCK DEFINE_RANGE_LOCK_FULL
-range_read_lock|lock a range for reading or writing, waiting as needed|range_read_lock range_write_lock range_read_lock_interruptible range_write_lock_interruptible range_read_lock_killable range_write_lock_killable
-range_read_trylock|lock a range only if that needs no wait|range_read_trylock range_write_trylock
-range_read_timedlock|lock a range, waiting until a deadline at most|range_read_timedlock range_write_timedlock
-range_read_unlock|release a range, or downgrade a write hold|range_read_unlock range_write_unlock range_downgrade_write
-range_read_lock_nested|lock calls with lock-order annotations|range_read_lock_nested range_write_lock_nested range_write_lock_killable_nested range_write_lock_nest_lock
-range_lock_tree_enable_stats|statistics of a range lock tree|range_lock_tree_enable_stats range_lock_tree_get_stats range_lock_tree_reset_stats struct_range_lock_stats
-range_lock_tree_dump|print the requests of a range lock tree|range_lock_tree_dump
-range_lock_many|lock several ranges of one tree at once, all or nothing|range_lock_many range_lock_many_interruptible range_lock_many_killable range_lock_many_timed range_lock_many_try range_unlock_many struct_range_lock_item
-range_read_lock_async|acquire a range without blocking a thread: asynchronous requests for event loops|range_read_lock_async range_write_lock_async range_lock_async_cancel range_lock_async_init struct_range_lock_async range_lock_async_fn
-range_lock_grow|grow or shrink a held range without letting it go|range_lock_grow range_lock_grow_interruptible range_lock_grow_killable range_lock_grow_timed range_lock_grow_try range_lock_shrink
-rangelock_version|the version of librangelock|rangelock_version'
+# page|what the page covers|names (functions, macros, "struct name")|related
+# pages.  SEE ALSO of a page: its related pages, every page whose calls its
+# text names, and rangelock(7).
+groups='range_lock_tree_init|initialise, configure and check a range lock tree|range_lock_tree_init range_lock_tree_set_fifo range_lock_tree_destroy RANGE_LOCK_TREE_INITIALIZER RANGE_LOCK_TREE_INITIALIZER_FIFO DEFINE_RANGE_LOCK_TREE DEFINE_RANGE_LOCK_TREE_FIFO|range_lock_init range_read_lock range_lock_tree_set_segments range_lock_tree_set_fast_read range_lock_tree_set_file range_lock_tree_enable_stats range_lock_tree_dump
+range_lock_init|prepare a range lock request|range_lock_init range_lock_init_full RANGE_LOCK_INITIALIZER DEFINE_RANGE_LOCK DEFINE_RANGE_LOCK_FULL|range_lock_tree_init range_read_lock range_read_trylock range_read_timedlock range_read_unlock
+range_read_lock|lock a range for reading or writing, waiting as needed|range_read_lock range_write_lock range_read_lock_interruptible range_write_lock_interruptible range_read_lock_killable range_write_lock_killable|range_lock_init range_read_trylock range_read_timedlock range_read_unlock range_read_lock_nested range_lock_many range_read_lock_async range_lock_grow
+range_read_trylock|lock a range only if that needs no wait|range_read_trylock range_write_trylock|range_lock_init range_read_lock range_read_timedlock range_read_unlock
+range_read_timedlock|lock a range, waiting until a deadline at most|range_read_timedlock range_write_timedlock|range_lock_init range_read_lock range_read_trylock range_read_unlock
+range_read_unlock|release a range, or downgrade a write hold|range_read_unlock range_write_unlock range_downgrade_write|range_read_lock range_read_trylock range_read_timedlock range_lock_many range_lock_grow
+range_read_lock_nested|lock calls with lock-order annotations|range_read_lock_nested range_write_lock_nested range_write_lock_killable_nested range_write_lock_nest_lock|range_read_lock range_read_unlock
+range_lock_tree_enable_stats|statistics of a range lock tree|range_lock_tree_enable_stats range_lock_tree_get_stats range_lock_tree_reset_stats struct_range_lock_stats|range_lock_tree_init range_lock_tree_dump
+range_lock_tree_dump|print the requests of a range lock tree|range_lock_tree_dump|range_lock_tree_init range_lock_tree_enable_stats
+range_lock_many|lock several ranges of one tree at once, all or nothing|range_lock_many range_lock_many_interruptible range_lock_many_killable range_lock_many_timed range_lock_many_try range_unlock_many struct_range_lock_item|range_read_lock range_read_unlock
+range_read_lock_async|acquire a range without blocking a thread: asynchronous requests for event loops|range_read_lock_async range_write_lock_async range_lock_async_cancel range_lock_async_init struct_range_lock_async range_lock_async_fn|range_read_lock range_read_unlock
+range_lock_grow|grow or shrink a held range without letting it go|range_lock_grow range_lock_grow_interruptible range_lock_grow_killable range_lock_grow_timed range_lock_grow_try range_lock_shrink|range_read_lock range_read_unlock
+rangelock_version|the version of librangelock|rangelock_version|'
 
 check=0
 [ "${1:-}" = "--check" ] && check=1
@@ -66,22 +68,36 @@ function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
 # roff text: escape, bold name(), italic @param
 function fmt(s,   o, m) {
 	gsub(/\\/, "\\e", s)
-	# in the page of a call, a section of the opening comment is in rangelock(7)
+	# in the page of a call, a section of the opening comment is in
+	# rangelock(7): "Conventions above", "\"Fast reads\" above" (a name or a
+	# quoted title; other words before "above" are not cross references)
 	if (xref)
-		gsub(/ above/, " in rangelock(7)", s)
+		s = xrefs(s)
 	o = ""
 	while (match(s, /@[A-Za-z_][A-Za-z_0-9]*|[A-Za-z_][A-Za-z_0-9]*\(\)/)) {
 		m = substr(s, RSTART, RLENGTH)
 		o = o substr(s, 1, RSTART - 1)
 		if (substr(m, 1, 1) == "@")
 			o = o "\\fI" substr(m, 2) "\\fP"
-		else
+		else {
 			o = o "\\fB" substr(m, 1, RLENGTH - 2) "\\fP()"
+			refd[substr(m, 1, RLENGTH - 2)] = 1
+		}
 		s = substr(s, RSTART + RLENGTH)
 	}
 	o = o s
 	gsub(/rangelock\(7\)/, "\\fBrangelock\\fP(7)", o)
 	return wrap(o)
+}
+# "Section above" -> "Section in rangelock(7)", for a capitalised word or a
+# quoted title before "above"
+function xrefs(s,   o) {
+	o = ""
+	while (match(s, /(^|[ (])([A-Z][A-Za-z]*|"[^"]+") above/)) {
+		o = o substr(s, 1, RSTART + RLENGTH - 7) " in rangelock(7)"
+		s = substr(s, RSTART + RLENGTH)
+	}
+	return o s
 }
 # Break filled text into lines of at most 78 bytes (at spaces); no line may
 # start with a control character.
@@ -168,7 +184,7 @@ function summary(d,   i, s) {
 }
 function th(name, sec) {
 	return ".\\\" Generated by man/gen-man.sh from include/rangelock/rangelock.h: do not edit.\n" \
-	       ".TH " toupper(name) " " sec " @DATE@ \"librangelock " version "\" \"librangelock manual\"\n"
+	       ".TH " toupper(name) " " sec " @DATE@ \"librangelock " version "\" librangelock\n"
 }
 
 # ---- the group table (stdin)
@@ -176,6 +192,7 @@ FILENAME == "-" || FILENAME == "" {
 	split($0, f, "|")
 	ng++; gpage[ng] = f[1]; gwhat[ng] = f[2]
 	gn[ng] = split(f[3], tmpn, " ")
+	grel[ng] = f[4]
 	for (k = 1; k <= gn[ng]; k++) {
 		gname[ng, k] = tmpn[k]; grouped[tmpn[k]] = 1
 	}
@@ -282,6 +299,33 @@ function example(page,   f, l, o) {
 	return o == "" ? "" : ".SH EXAMPLES\n.EX\n" o ".EE\n"
 }
 
+# SEE ALSO of group g: its related pages and the pages of the calls its
+# text names (refd), sorted, then rangelock(7)
+function seealso(g,   sa, ns, nrel, n, i, j, t, o, rel, srt) {
+	ns = 0
+	nrel = split(grel[g], rel, " ")
+	for (i = 1; i <= nrel; i++) {
+		if (!(rel[i] in ispage)) {
+			printf "gen-man.sh: %s names %s as related, which has no page\n", gpage[g], rel[i] > "/dev/stderr"
+			exit 1
+		}
+		sa[rel[i]] = 1
+	}
+	for (n in refd)
+		if ((n in pageof) && pageof[n] != gpage[g])
+			sa[pageof[n]] = 1
+	for (n in sa)
+		srt[++ns] = n
+	for (i = 2; i <= ns; i++)
+		for (j = i; j > 1 && srt[j] < srt[j - 1]; j--) {
+			t = srt[j]; srt[j] = srt[j - 1]; srt[j - 1] = t
+		}
+	o = ""
+	for (i = 1; i <= ns; i++)
+		o = o ".BR " srt[i] " (3),\n"
+	return o ".BR rangelock (7)\n"
+}
+
 END {
 	if (failed)
 		exit 1
@@ -312,9 +356,16 @@ END {
 			ng++; gpage[ng] = rname[r]; gwhat[ng] = summary(rdoc[r])
 			gn[ng] = 1; gname[ng, 1] = rname[r]; grouped[rname[r]] = 1
 		}
+	# the page of every name that has one
+	for (g = 1; g <= ng; g++) {
+		ispage[gpage[g]] = 1
+		for (k = 1; k <= gn[g]; k++)
+			pageof[gname[g, k]] = gpage[g]
+	}
 	xref = 1
 	for (g = 1; g <= ng; g++) {
 		file = dir "/man3/" gpage[g] ".3"
+		split("", refd)
 		names = ""
 		for (k = 1; k <= gn[g]; k++) {
 			n = gname[g, k]
@@ -383,7 +434,7 @@ END {
 			vnm[k] = gname[g, k]
 		printf ".SH VERSIONS\n%s", versions(gn[g], vnm) > file
 		printf "%s", example(gpage[g]) > file
-		printf ".SH SEE ALSO\n.BR rangelock (7)\n" > file
+		printf ".SH SEE ALSO\n%s", seealso(g) > file
 		close(file)
 		for (k = 1; k <= gn[g]; k++) {
 			n = gname[g, k]
@@ -443,8 +494,16 @@ grep -qE 'docs/|bench/|tests/|README|[A-Za-z]\.md\b' "$tmp"/man3/*.3 "$tmp"/man7
 	bad "rewrite those references in $header (a manual page, or plain words)"
 # a cross reference names its page: "above" in a page of section 3 would be
 # a section of rangelock(7) (the header's opening comment)
-grep -l ' above' "$tmp"/man3/*.3 >/dev/null 2>&1 &&
-	bad "\"above\" in $(grep -l ' above' "$tmp"/man3/*.3 | sed "s|^$tmp/||" | tr '\n' ' ')"
+xre='(^|[ (])([A-Z][A-Za-z]*|"[^"]+") above'
+grep -lE "$xre" "$tmp"/man3/*.3 >/dev/null 2>&1 &&
+	bad "\"above\" in $(grep -lE "$xre" "$tmp"/man3/*.3 | sed "s|^$tmp/||" | tr '\n' ' ')"
+# the title line at 80 columns: "NAME(3)  librangelock  NAME(3)" for the
+# longest page name, with at least two spaces on each side of the middle
+for f in "$tmp"/man3/*.3; do
+	n=$(basename "$f" .3)
+	[ $(( 2 * (${#n} + 3) + 12 + 4 )) -le 80 ] ||
+		bad "the title line of $n(3) is wider than 80 columns (the volume in .TH is too long)"
+done
 grep -l 'RANGELOCK_TIME64_REDIRECT' "$tmp"/man3/*.3 >/dev/null 2>&1 &&
 	bad "a synopsis shows RANGELOCK_TIME64_REDIRECT"
 # every errno value the header documents is in rangelock(7)'s list (but

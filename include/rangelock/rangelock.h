@@ -104,9 +104,12 @@
  *      a range beyond off_t on a tree bound to a file (the calls that can
  *      fail, asynchronous ones included), a NULL @storage
  *      (range_lock_tree_enable_stats()), a descriptor of something other
- *      than a regular file (range_lock_tree_set_file()).
+ *      than a regular file (range_lock_tree_set_file()), a segment count
+ *      that is not a power of two from 1 to 256 or a stripe shift above 63
+ *      (range_lock_tree_set_segments()).
  *     -EBUSY: the tree is not empty (range_lock_tree_set_fifo(),
- *      range_lock_tree_set_file(), range_lock_tree_destroy()), or
+ *      range_lock_tree_set_file(), range_lock_tree_set_segments(),
+ *      range_lock_tree_destroy()), or
  *      statistics are enabled with other storage
  *      (range_lock_tree_enable_stats()).
  *     -EBADF: range_lock_tree_set_file(), for a descriptor that is not
@@ -125,7 +128,9 @@
  *      range_lock_tree_set_file(), when the first bind of a file cannot
  *      reopen it.
  *     -ENOTSUP: range_lock_tree_set_segments() on a tree with statistics
- *      enabled.
+ *      enabled: any call on a tree with segments, and a split (@segments
+ *      above 1) of a tree without; @segments 1 on a tree without segments
+ *      changes nothing and returns 0 or -EBUSY.
  *     -ENOMEM: range_lock_tree_set_segments(), and on a tree with
  *      segments the lock calls that can fail and the asynchronous
  *      submissions, for a range that spans segments, the set calls that
@@ -373,6 +378,11 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
  * range_lock_tree_init() - initialise a tree: no requests, statistics off.
  * @tree: the tree; it must not be in use.
  *
+ * It writes every field without looking at them, and frees nothing: on a
+ * tree with segments (range_lock_tree_set_segments()) or bound to a file
+ * (range_lock_tree_set_file()), call range_lock_tree_destroy() first, or
+ * the segments' memory (and the tree's count on the file) is lost.
+ *
  * Since: 0.1
  */
 RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
@@ -402,7 +412,8 @@ RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fif
  * per-thread slots of a process-wide table instead of the tree: a read lock
  * and unlock then write no cache line another thread writes, so readers
  * scale with the cores.  The first writer (and any call that must see every
- * holder: statistics, the dump, destroy, set_fifo, set_file) moves the
+ * holder: statistics, the dump, destroy, set_fifo, set_file, set_segments)
+ * moves the
  * published readers into the tree as the held readers they are, and the
  * tree stays on the tree path for a while; writers wait only for the
  * readers whose ranges they intersect.  See "Fast reads" above.
@@ -525,8 +536,9 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
 /**
  * range_lock_tree_set_segments() - split the tree's key space into segments,
  * so that requests on different ranges share no lock and no cache line.
- * @tree:         the tree; it must be empty, and no other call may run on it
- *                meanwhile (as for range_lock_tree_init()).
+ * @tree:         the tree; it must be empty, and no other thread may be in
+ *                a call on it, or enter one, until this call returns (as for
+ *                range_lock_tree_init()).
  * @segments:     S, a power of two from 1 to 256; 1 (the default of every
  *                tree) means no segments: the tree as in earlier releases.
  * @stripe_shift: k, 0 to 63: units are dealt out in stripes of 2^k units,
@@ -548,14 +560,40 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * overtaking, except that a spanning request never overtakes and is never
  * overtaken, as if it had waited past the hand-off bound from the start).
  *
- * Choosing: make 2^k at least the size of a typical request, so that few
- * requests span (a spanning lock costs a malloc() of its parts and one
- * internal-lock acquisition per segment it meets; a whole-resource request
- * meets all S), and S about the number of threads that lock at once, or
- * more (two requests in one segment share its lines as on a tree without
- * segments).  For byte ranges of a file, k = 16..21 (64 KiB to 2 MiB); for
- * page numbers, k = 4..9.  Whole-resource writers are fastest on a tree
- * without segments (word mode).
+ * Choosing S and k.  The segments repeat every S * 2^k units: segment g
+ * holds stripes g, g + S, g + 2S, ...  Two threads whose ranges fall in
+ * one segment share its lock and lines as on a tree without segments, so:
+ *
+ *  - make S * 2^k at least R, the size of the resource in units: every
+ *    stripe of it then has a segment of its own (with less, areas
+ *    S * 2^k units apart share their segments);
+ *  - make 2^k at most the area one thread works in, with the areas'
+ *    borders on multiples of 2^k: each area is then whole segments;
+ *  - make 2^k several times a request, and requests aligned: a request
+ *    within one stripe touches one segment; one that crosses a stripe
+ *    border spans two (a malloc() of its parts and each segment's
+ *    internal lock, about 1,000 instructions more per lock and unlock),
+ *    and one that meets n stripes spans min(n, S) segments: a
+ *    whole-resource request meets all S;
+ *  - segments beyond R / 2^k are never used: 128 bytes each, but every
+ *    request that covers S stripes or more, the dump, statistics and
+ *    destroy visit all S.
+ *
+ * Example: a 1 MiB buffer (bytes, R = 2^20), 4 writers each in its own
+ * 256 KiB quarter, 4 KiB requests on 4 KiB boundaries, readers anywhere:
+ * S = 4, k = 18 gives each quarter a segment (S * 2^k = R); no write spans,
+ * a read spans only where it crosses a quarter's border.  S = 16, k = 16
+ * works too (4 segments per quarter), with more reads crossing a 64 KiB
+ * border.  S = 8, k = 16 puts the third quarter in segments 0-3 with the
+ * first and the fourth with the second (S * 2^k = 512 KiB); S = 64,
+ * k = 16 leaves segments 16-63 unused.
+ *
+ * Without a fixed layout (a large file, threads at random offsets): 2^k
+ * several typical requests (byte ranges: k = 16..21; page numbers:
+ * k = 4..9) and S the power of two at or above R / 2^k, at most 256; two
+ * threads then share a segment with a probability of about 1 / S.
+ * Whole-resource writers are fastest on a tree without segments (word
+ * mode).
  *
  * On a tree with segments: the lock, trylock, unlock and downgrade calls,
  * range_lock_shrink(), range_lock_tree_set_fifo(),
@@ -577,13 +615,36 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * set over several segments, which allocates for every request, and a
  * grow (range_lock_grow() aborts).
  *
- * Return: 0; -EINVAL for a bad @segments or @stripe_shift; -EBUSY if the
- * tree is not empty (nothing is changed); -ENOTSUP if it has statistics
- * enabled (enable them after the segments); -ENOMEM.  Calling it again
+ * A split is configuration, not a lock operation: it is NOT safe while
+ * another thread may be in a call on the tree, or may enter one.  -EBUSY
+ * reports requests left in the tree by calls that have returned (a held
+ * or queued request, a fast reader); it does not make a concurrent split
+ * safe, and a call that meets a split under way may abort with a message
+ * or use freed memory.  Split the tree before the threads that use it
+ * start, or after they have stopped.
+ *
+ * What a split keeps: the policy (a FIFO tree's segments are FIFO, and so
+ * is the tree merged back from them), whether fast reads are allowed
+ * (range_lock_tree_set_fast_read()), and the file of a bound tree.  Every
+ * call of range_lock_tree_set_segments() first revokes the tree's fast
+ * readers (moves them into the tree, as the first writer would): a tree
+ * whose only holders are fast readers is not empty, and the call returns
+ * -EBUSY.
+ *
+ * Return: 0; -EINVAL for a bad @segments or @stripe_shift (checked first,
+ * whatever the tree); -EBUSY if the tree is not empty (nothing is
+ * changed); -ENOTSUP when statistics are enabled and the call would change
+ * the layout: @segments above 1 on a tree without segments, or any
+ * @segments on a tree with segments (enable statistics after the
+ * segments; re-segmenting or merging needs a tree without them); -ENOMEM.
+ * On a tree without segments, @segments 1 changes nothing, statistics or
+ * not: it returns 0 if the tree is empty, -EBUSY if not.  Calling it again
  * with other values re-segments an empty tree without statistics; a bound
- * tree stays bound to its file through every split and merge.  A tree with segments owns memory: range_lock_tree_destroy()
- * frees it, and its statistics with it (or range_lock_tree_set_segments()
- * with @segments 1, without statistics).
+ * tree stays bound to its file through every split and merge.  A tree with
+ * segments owns memory: range_lock_tree_destroy() frees it, and its
+ * statistics with it (or range_lock_tree_set_segments() with @segments 1,
+ * without statistics).  range_lock_tree_init() on a tree with segments
+ * does not free that memory: destroy the tree first.
  *
  * Since: 0.4
  */

@@ -2,7 +2,8 @@
 //
 // librangelock for C++17: header-only wrappers over <rangelock/rangelock.h>.
 //
-//   rangelock::tree         the lock of one resource (owns a range_lock_tree)
+//   rangelock::tree         the lock of one resource (owns a range_lock_tree;
+//                           set_segments(), statistics)
 //   rangelock::range        one request for [start, last] of a tree; shaped
 //                           like std::shared_timed_mutex, so std::unique_lock
 //                           (write), std::shared_lock (read), std::scoped_lock
@@ -78,7 +79,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <limits>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <initializer_list>
 #include <type_traits>
 #include <utility>
@@ -194,10 +197,55 @@ public:
 	tree(const tree &) = delete;
 	tree &operator=(const tree &) = delete;
 
+	/// Split the key space into @segments segments by stripes of
+	/// 2^@stripe_shift units (range_lock_tree_set_segments(), which says
+	/// how to choose them and what a split keeps).  Configuration, not a
+	/// lock operation: call it while no thread uses the tree.  Return: 0;
+	/// -EINVAL for a bad @segments (a power of two from 1 to 256) or
+	/// @stripe_shift (above 63); -EBUSY if a range is held or waiting;
+	/// -ENOTSUP with statistics enabled (enable them after the split);
+	/// -ENOMEM.  The destructor frees the segments.
+	int set_segments(unsigned segments, unsigned stripe_shift) noexcept
+	{
+		return range_lock_tree_set_segments(&t_, segments, stripe_shift);
+	}
+
+	/// Start counting statistics (range_lock_tree_enable_stats()) in
+	/// storage that this object owns and frees.  Return: 0 (also when
+	/// they are already counted there); -EBUSY if enabled with a caller's
+	/// storage; -ENOMEM.
+	int enable_stats() noexcept
+	{
+		if (!stats_) {
+			stats_.reset(new (std::nothrow) range_lock_stats());
+			if (!stats_)
+				return -ENOMEM;
+		}
+		return range_lock_tree_enable_stats(&t_, stats_.get());
+	}
+	/// The same in the caller's @storage, which must outlive this tree.
+	/// Return: 0; -EBUSY if enabled with other storage (this object's
+	/// included); -ENOMEM (a tree with segments).
+	int enable_stats(range_lock_stats &storage) noexcept
+	{
+		return range_lock_tree_enable_stats(&t_, &storage);
+	}
+	/// Copy the counters into @out (range_lock_tree_get_stats()).
+	/// Return: 0, or -ENODATA if statistics were never enabled.
+	int get_stats(range_lock_stats &out) noexcept
+	{
+		return range_lock_tree_get_stats(&t_, &out);
+	}
+	/// Zero the counters; held_now and waiting_now restart from the
+	/// requests present now (range_lock_tree_reset_stats()).
+	void reset_stats() noexcept { range_lock_tree_reset_stats(&t_); }
+
 	range_lock_tree *native_handle() noexcept { return &t_; }
 
 private:
 	range_lock_tree t_;
+	// enable_stats()'s storage; destroyed after ~tree() has destroyed t_
+	std::unique_ptr<range_lock_stats> stats_;
 };
 
 /// The tag value for tree(fifo).

@@ -3,8 +3,9 @@
 // <rangelock/rangelock.hpp>: the standard lock types work with the wrappers,
 // the holds move, the timed forms map onto the C deadlines, exclusion holds
 // under threads, a range_set takes overlapping ranges of one thread (where
-// std::lock livelocks), async_range completes once or is withdrawn, and
-// misuse aborts.  Built by cxx.cmake with g++ and with
+// std::lock livelocks), async_range completes once or is withdrawn, a tree
+// splits into segments and counts statistics through the class, and misuse
+// aborts.  Built by cxx.cmake with g++ and with
 // clang++ at -std=c++17 -Wall -Wextra -Werror.  Threads record, the main
 // thread checks after joining; alarm() is the watchdog.
 #include <rangelock/rangelock.hpp>
@@ -99,6 +100,91 @@ static bool read_free(rangelock::tree &t, uint64_t s, uint64_t l)
 	});
 	th.join();
 	return got;
+}
+
+// ---- tree::set_segments(), tree's statistics -------------------------------
+
+// A 1 MiB buffer, 4 segments by stripes of 256 KiB: exclusion within a
+// stripe and across a stripe border, the C call's answers, a merge back.
+static void test_set_segments()
+{
+	rangelock::tree t;
+
+	CHECK(t.set_segments(3, 18) == -EINVAL);   // not a power of two
+	CHECK(t.set_segments(0, 18) == -EINVAL);
+	CHECK(t.set_segments(512, 18) == -EINVAL); // more than 256
+	CHECK(t.set_segments(4, 64) == -EINVAL);   // stripe shift above 63
+	CHECK(t.set_segments(4, 18) == 0);
+	{
+		range a(t, 0, 4095), b(t, 262144, 262144 + 4095);
+		std::unique_lock<range> la(a);
+		std::unique_lock<range> lb(b);
+		CHECK(!write_free(t, 4000, 4100));     // meets a, in segment 0
+		CHECK(write_free(t, 4096, 8191));      // segment 0, free
+		CHECK(write_free(t, 524288, 528383));  // segment 2
+		CHECK(!write_free(t, 262000, 262200)); // spans 0 and 1, meets b
+		CHECK(read_free(t, 262143, 262143));   // last unit of stripe 0
+		CHECK(t.set_segments(8, 16) == -EBUSY);
+		CHECK(t.set_segments(1, 0) == -EBUSY);
+	}
+	CHECK(t.set_segments(8, 16) == 0);         // re-segment an empty tree
+	{
+		range whole(t);                        // meets all 8 segments
+		std::shared_lock<range> l(whole);
+		CHECK(!write_free(t, 900000, 900000));
+		CHECK(read_free(t, 0, RANGE_LOCK_FULL));
+	}
+	CHECK(t.set_segments(1, 0) == 0);          // back to one tree
+	CHECK(t.set_segments(4, 18) == 0);         // ~tree frees the segments
+}
+
+static void test_stats()
+{
+	range_lock_stats st{};
+
+	{
+		rangelock::tree t;
+
+		CHECK(t.get_stats(st) == -ENODATA);
+		CHECK(t.enable_stats() == 0);
+		CHECK(t.enable_stats() == 0);           // the same storage again
+		range_lock_stats other{};
+		CHECK(t.enable_stats(other) == -EBUSY); // the tree's own is in use
+		CHECK(t.set_segments(4, 18) == -ENOTSUP);
+		range r(t, 10, 19);
+		for (int i = 0; i < 3; i++) {
+			r.lock();
+			r.unlock();
+		}
+		r.lock_shared();
+		CHECK(t.get_stats(st) == 0);
+		CHECK(st.write_acquired == 3 && st.read_acquired == 1 && st.held_now == 1);
+		t.reset_stats();
+		CHECK(t.get_stats(st) == 0);
+		CHECK(st.write_acquired == 0 && st.read_acquired == 0 && st.held_now == 1);
+		CHECK(!write_free(t, 15, 15));
+		CHECK(t.get_stats(st) == 0);
+		CHECK(st.trylock_failed == 1);
+		r.unlock_shared();
+	}
+	{
+		// Segments first, then statistics in the caller's storage: a
+		// request that spans segments counts once.
+		range_lock_stats mine{};
+		rangelock::tree t;
+
+		CHECK(t.set_segments(4, 18) == 0);
+		CHECK(t.enable_stats(mine) == 0);
+		CHECK(t.enable_stats() == -EBUSY);      // the caller's is in use
+		range span(t, 262000, 262200), one(t, 0, 99);
+		span.lock();
+		one.lock_shared();
+		CHECK(t.get_stats(st) == 0);
+		CHECK(st.write_acquired == 1 && st.read_acquired == 1 && st.held_now == 2);
+		one.unlock_shared();
+		span.unlock();
+		CHECK(t.get_stats(st) == 0 && st.held_now == 0);
+	}
 }
 
 // ---- std::unique_lock, std::shared_lock, std::scoped_lock, std::lock ------
@@ -746,6 +832,8 @@ int main()
 	test_async_grant();
 	test_async_cancel();
 	test_async_delete_in_completion();
+	test_set_segments();
+	test_stats();
 	test_misuse();
 	if (failures) {
 		std::fprintf(stderr, "%d check(s) failed\n", failures);

@@ -131,6 +131,18 @@
  *   SHRINK_NO_WALK     a smaller hull without its release walk
  *   ASYNC_CANCEL_KEEPS_GRANTED  a cancel withdraws only the queued parts
  *                    (CFG_ASYNC): the granted ones stay
+ *   CLAIM_KEEPS_ELIGIBLE  a claim that finds its request ELIGIBLE does not
+ *                    take the grant and tries again: a livelock, with no
+ *                    invalid end state (the thread always has a step), so
+ *                    the safety runs pass it; the cycle check (-DNP,
+ *                    pan -l) catches it
+ *
+ * CYCLES (-DNP, pan -l; the model has no progress labels): every thread
+ * makes one request, and every wait is a guard, not a poll, so the
+ * correct model has no cycle at all: every execution is finite, and with
+ * no invalid end state (the safety runs) every request ends -- granted,
+ * given up, or refused to a try -- under every schedule, without a
+ * fairness assumption.  The check fails on any reachable cycle.
  */
 
 #if defined(CFG_SHRINK) && !defined(CFG_SEG3)
@@ -793,7 +805,11 @@ swait:	/* wait for the word */
 		LOCK(lo);
 		atomic {
 			if
+#ifndef MUT_CLAIM_KEEPS_ELIGIBLE
 			:: el[t] -> el[t] = 0; granted(t)
+#else
+			:: el[t] -> skip	/* mutant: the grant is not taken */
+#endif
 			:: else
 			fi;
 			lk[lo] = 0;

@@ -851,6 +851,79 @@ static void test_stats_count_spans_once(void **state)
 	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
 }
 
+/*
+ * The header's contract of range_lock_tree_set_segments() beyond test_admin:
+ * on a tree without segments, statistics make a split -ENOTSUP but
+ * @segments 1 still answers 0 (empty) or -EBUSY; -EINVAL comes first
+ * whatever the tree; a split and a merge keep the policy and the fast-read
+ * setting in every segment; and (not in the checking build, which never
+ * reads fast) a tree whose only holder is a fast reader is not empty.
+ */
+static void test_set_segments_contract(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock_stats st;
+	struct range_lock x;
+
+	(void)state;
+	range_lock_tree_init(&tree);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 64), -EINVAL);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), -ENOTSUP);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 1, 5), 0);
+	range_lock_init(&x, 0, 9);
+	range_write_lock(&tree, &x);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 1, 5), -EBUSY);
+	range_write_unlock(&tree, &x);
+	assert_int_equal(dump_count(&tree, "segments"), 0);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
+	/* What a split keeps, and a merge: FIFO, fast reads off. */
+	range_lock_tree_init(&tree);
+	assert_int_equal(range_lock_tree_set_fifo(&tree, 1), 0);
+	assert_int_equal(range_lock_tree_set_fast_read(&tree, 0), 0);
+	assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), 0);
+	for (unsigned g = 0; g < 4; g++) {
+		uint32_t f = rl_seg_tree(segments_of(&tree), g)->flags;
+
+		assert_true(f & RANGE_LOCK_TREE_FLAG_FIFO);
+		assert_true(f & RANGE_LOCK_TREE_FLAG_NO_FAST_READ);
+	}
+	assert_int_equal(range_lock_tree_set_segments(&tree, 1, 0), 0);
+	assert_true(tree.flags & RANGE_LOCK_TREE_FLAG_FIFO);
+	assert_true(tree.flags & RANGE_LOCK_TREE_FLAG_NO_FAST_READ);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
+#ifndef TEST_CHECKED
+	/* A fast reader alone makes the tree busy: the split revokes it into
+	 * the tree first. */
+	{
+		struct range_lock anchor, r;
+		bool biased = false;
+
+		range_lock_tree_init(&tree);
+		range_lock_init(&anchor, 0, 0);
+		range_read_lock(&tree, &anchor);
+		for (int i = 0; i < 1000 && !biased; i++) {
+			range_lock_init(&r, 0, 0);
+			range_read_lock(&tree, &r);
+			range_read_unlock(&tree, &r);
+			biased = __atomic_load_n(&tree.flags, __ATOMIC_RELAXED) & RL_TREE_BIASED;
+		}
+		range_read_unlock(&tree, &anchor);
+		assert_true(biased);
+		range_lock_init(&r, 10, 19);
+		range_read_lock(&tree, &r);
+		assert_true(r.owner_tid & RL_SLOT_TAG); /* held in a slot */
+		assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), -EBUSY);
+		assert_int_equal(dump_count(&tree, "segments"), 0);
+		range_read_unlock(&tree, &r);
+		assert_int_equal(range_lock_tree_set_segments(&tree, 4, 4), 0);
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
+#endif
+}
+
 /* ---- shrink ------------------------------------------------------------ */
 
 /* Poll until @l is done; false after 10 s. */
@@ -3090,6 +3163,7 @@ int main(void)
 		cmocka_unit_test(test_grow_fast_read),
 #endif
 		cmocka_unit_test(test_admin),
+		cmocka_unit_test(test_set_segments_contract),
 		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_sets_spanning),
 		cmocka_unit_test(test_sets_give_up),
@@ -3106,5 +3180,9 @@ int main(void)
 	};
 
 	watchdog(240);
+	/* RANGELOCK_TEST_FILTER=test_name (a glob): run only those, e.g. to
+	 * loop one test */
+	if (getenv("RANGELOCK_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("RANGELOCK_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
