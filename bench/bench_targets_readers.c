@@ -23,9 +23,11 @@
  * reads of a reader / the most writes of a writer >= 0.25, median over
  * the repetitions), and the total is at least one pthread_rwlock's.
  *
- * Check (a failure makes the exit status 1): writers increment their
- * block's counter with a plain load and store, readers load the counters
- * of the blocks they cover; the counters must add up to the writes.
+ * Checks (a failure makes the exit status 1): a writer increments its
+ * block's two counters, one after the other, with plain loads and stores;
+ * a reader loads both counters of every block it covers, and finding them
+ * different is a torn read (a writer inside its range); the first
+ * counters must add up to the writes.
  */
 #define _GNU_SOURCE
 #include "bench.h"
@@ -65,7 +67,9 @@ struct rd_run {
 	enum lock_kind kind;
 	const struct rd_scenario *s;
 	struct lockset *ls;
-	uint64_t data[RD_BLOCKS];
+	/* per block: two counters a writer increments one after the other */
+	uint64_t data[RD_BLOCKS][2];
+	_Atomic int torn;
 	pthread_barrier_t bar;
 	_Alignas(CACHELINE) atomic_int stop;
 };
@@ -112,14 +116,19 @@ static void *rd_worker_main(void *arg)
 		lk_lock(r->ls, r->kind, writer, &req);
 		t1 = ticks();
 		if (writer) {
-			uint64_t *d = &r->data[start / RD_BLOCK];
-			uint64_t v = *d;
+			volatile uint64_t *d = r->data[start / RD_BLOCK];
 
-			__asm__ volatile("" ::: "memory");
-			*d = v + 1;
+			d[0] = d[0] + 1;
+			d[1] = d[1] + 1;
 		} else {
-			for (uint64_t b = start / RD_BLOCK; b <= last / RD_BLOCK; b++)
-				sink += ((volatile uint64_t *)r->data)[b];
+			for (uint64_t b = start / RD_BLOCK; b <= last / RD_BLOCK; b++) {
+				volatile uint64_t *d = r->data[b];
+				uint64_t a = d[0];
+
+				if (d[1] != a)
+					atomic_store_explicit(&r->torn, 1, memory_order_relaxed);
+				sink += a;
+			}
 		}
 		lk_unlock(r->ls, r->kind, writer, &req);
 		hist_add(&w->h, t1 - t0);
@@ -210,7 +219,13 @@ static void rd_run_once(enum lock_kind kind, const struct rd_scenario *s,
 	res->secs = (double)(t1 - t0) / 1e9;
 	res->runq_pct = ns ? 100.0 * (double)runq / (double)ns : 0;
 	for (unsigned b = 0; b < RD_BLOCKS; b++)
-		sum += r->data[b];
+		sum += r->data[b][0];
+	if (kind != LK_NONE && atomic_load(&r->torn)) {
+		fprintf(stderr, "\nrangelock-bench: --targets=readers: EXCLUSION BROKEN: "
+			"%s %s: a reader saw a block's two counters differ\n", lk_name[kind],
+			s->tag);
+		check_failures++;
+	}
 	if (kind != LK_NONE && sum != res->writes) {
 		fprintf(stderr, "\nrangelock-bench: --targets=readers: EXCLUSION BROKEN: "
 			"%s %s: %" PRIu64 " writes, counters add up to %" PRIu64 "\n",
