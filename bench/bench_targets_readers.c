@@ -271,6 +271,7 @@ static void measure_rd_point(int si)
 
 		snprintf(r->tag, sizeof(r->tag), "%s", s->tag);
 		r->has_wait = true;
+		r->work_in = r->work_out = 0; /* empty critical sections */
 		r->nr = s->nr;
 		r->nw = s->nw;
 		idx[si][k] = first + k;
