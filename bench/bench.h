@@ -17,6 +17,7 @@
  *   bench_targets_word.c --targets=word: colliding full-range calls (word mode)
  *   bench_targets_many.c --targets=many: several ranges in one call, grow/shrink
  *   bench_targets_segments.c --targets=segments: ranges that conflict with nothing
+ *   bench_targets_readers.c --targets=readers: readers among busy writers
  *   bench_sweeps.c      the opt-in sweeps read-scaling and write-ratio
  *
  * Adding a scenario: write bench_<name>.c defining a
@@ -337,6 +338,7 @@ struct options {
 	int futex_reps;          /* futex-counted runs per lock and scenario */
 	bool targets_many;       /* --targets=many (--targets=all: too) */
 	bool targets_segments;   /* --targets=segments (--targets=all: too) */
+	bool targets_readers;    /* --targets=readers (--targets=all: too) */
 };
 
 extern struct options opt;
@@ -644,5 +646,10 @@ void run_targets_many(FILE *out);
 
 /* Its rows are target rows (table "segments"): write_json_targets() writes them. */
 void run_targets_segments(FILE *out);
+
+/* ---- --targets=readers (bench_targets_readers.c) ----------------------- */
+
+/* Its rows are target rows (table "readers"): write_json_targets() writes them. */
+void run_targets_readers(FILE *out);
 
 #endif /* RANGELOCK_BENCH_H */

@@ -40,8 +40,12 @@ static void usage(FILE *f)
 "  --targets=segments   ranges that conflict with nothing: disjoint writers\n"
 "                       vs 64 striped pthread_rwlocks, disjoint empty critical\n"
 "                       sections (n threads / 1), read-mostly random ranges\n"
-"                       vs one pthread_rwlock, 1 to 8 threads; --targets=all\n"
-"                       runs all five\n"
+"                       vs one pthread_rwlock, 1 to 8 threads\n"
+"  --targets=readers    readers among busy writers: 4 writers on random 4 KiB\n"
+"                       blocks of their own quarter of 1 MiB, 2 readers of\n"
+"                       random 1-16 KiB ranges (and 2+2, 1+1), per-thread\n"
+"                       ops and waits by class, vs one pthread_rwlock;\n"
+"                       --targets=all runs all six\n"
 "  --futex-reps N       --targets=word: extra untimed runs per lock that\n"
 "                       count futex calls (default 3, --quick 1; 0: none)\n"
 "  --reps N             repetitions per measurement (default 5; --targets 15)\n"
@@ -253,10 +257,12 @@ void parse_options(int argc, char **argv)
 				opt.targets_many = true;
 			if (optarg && (!strcmp(optarg, "segments") || !strcmp(optarg, "all")))
 				opt.targets_segments = true;
+			if (optarg && (!strcmp(optarg, "readers") || !strcmp(optarg, "all")))
+				opt.targets_readers = true;
 			if (!opt.targets && !opt.targets13 && !opt.targets_word &&
-			    !opt.targets_many && !opt.targets_segments) {
+			    !opt.targets_many && !opt.targets_segments && !opt.targets_readers) {
 				fprintf(stderr, "rangelock-bench: --targets takes no value, "
-					"=fast-read, =word, =many, =segments or =all\n");
+					"=fast-read, =word, =many, =segments, =readers or =all\n");
 				exit(2);
 			}
 			break;
@@ -307,7 +313,7 @@ void parse_options(int argc, char **argv)
 
 	/* Defaults, then --quick, then explicit options. */
 	any_targets = opt.targets || opt.targets13 || opt.targets_word || opt.targets_many ||
-		      opt.targets_segments;
+		      opt.targets_segments || opt.targets_readers;
 	opt.reps = any_targets ? 15 : 5;
 	opt.duration_ms = any_targets ? 250 : 200;
 	opt.futex_reps = opt.quick ? 1 : 3;

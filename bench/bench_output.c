@@ -373,7 +373,7 @@ void write_json(FILE *f)
 		opt.work_in_ns, opt.work_out_ns, opt.pool, ticks_per_ns,
 		opt.quick ? "true" : "false",
 		opt.targets || opt.targets13 || opt.targets_word || opt.targets_many ||
-		opt.targets_segments ? "true" : "false",
+		opt.targets_segments || opt.targets_readers ? "true" : "false",
 		opt.locks[LK_RANGE] ? "\"default\"" : "",
 		opt.locks[LK_RANGE] && opt.locks[LK_RANGE_FIFO] ? ", " : "",
 		opt.locks[LK_RANGE_FIFO] ? "\"fifo\"" : "");
@@ -396,7 +396,8 @@ void write_json(FILE *f)
 	fprintf(f, "  \"futex_count_method\": ");
 	json_str(f, futex_count_method);
 	fprintf(f, ",\n");
-	if (opt.targets || opt.targets_word || opt.targets_many || opt.targets_segments)
+	if (opt.targets || opt.targets_word || opt.targets_many || opt.targets_segments ||
+	    opt.targets_readers)
 		write_json_targets(f);
 	if (opt.targets13)
 		write_json_targets13(f);

@@ -23,7 +23,11 @@
 #   segments the --targets=segments table (ranges that conflict with
 #            nothing: disjoint writers, disjoint empty critical sections,
 #            read-mostly random ranges, 1 to 8 threads);
-#   all      the four (the default).
+#   all      the four (the default);
+#   readers  the --targets=readers table (4 writers + 2 readers, 2 + 2,
+#            1 + 1 on random ranges of one buffer; per class), not in
+#            "all": both builds need --targets=readers; it compares the
+#            totals (the per-class rows are in the program's own table).
 #
 # Method: --rounds rounds; in each, every invocation of the set runs once on
 # each binary (base first in odd rounds, new first in even ones), with
@@ -38,7 +42,7 @@
 # after is printed.
 #
 # Options:
-#   --set targets|word|many|segments|all   (default all)
+#   --set targets|word|many|segments|readers|all   (default all)
 #   --rounds N               (default 3)
 #   --reps N                 repetitions per invocation (default 5)
 #   --duration-ms N          length of one run (default: the program's;
@@ -72,7 +76,7 @@ base=$1 new=$2
 for b in "$base" "$new"; do
 	[ -x "$b" ] || { echo "compare.sh: $b: not an executable" >&2; exit 2; }
 done
-case $set_name in targets|word|many|segments|all) ;; *) usage ;; esac
+case $set_name in targets|word|many|segments|readers|all) ;; *) usage ;; esac
 
 if [ -n "$keep" ]; then
 	mkdir -p "$keep"
@@ -97,6 +101,9 @@ invocations() {
 	fi
 	if [ "$set_name" = segments ] || [ "$set_name" = all ]; then
 		echo "segments|--targets=segments${dur:+ --duration-ms $dur}"
+	fi
+	if [ "$set_name" = readers ]; then
+		echo "readers|--targets=readers${dur:+ --duration-ms $dur}"
 	fi
 	if [ "$set_name" = word ] || [ "$set_name" = all ]; then
 		w="--sections throughput --ranges full --locks range,mutex --duration-ms $wdur"

@@ -33,7 +33,9 @@
  * --targets=word: colliding full-range calls, word mode; --targets=many:
  * several ranges in one call and grow/shrink against single calls;
  * --targets=segments: ranges that conflict with nothing, against 64 striped
- * pthread_rwlocks, one pthread_rwlock and no lock).
+ * pthread_rwlocks, one pthread_rwlock and no lock; --targets=readers:
+ * readers among busy writers, per-thread operations and waits by class,
+ * against one pthread_rwlock).
  * The sections read-scaling and write-ratio (issue 13's sweeps) run only
  * when --sections names them.  Nothing is hard-coded: every number printed is
  * measured in this run.
@@ -107,7 +109,7 @@ int main(int argc, char **argv)
 		table = NULL;
 
 	if (opt.targets || opt.targets13 || opt.targets_word || opt.targets_many ||
-	    opt.targets_segments) {
+	    opt.targets_segments || opt.targets_readers) {
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *mem = open_memstream(&buf, &len);
@@ -126,6 +128,8 @@ int main(int argc, char **argv)
 			run_targets_many(mem);
 		if (opt.targets_segments)
 			run_targets_segments(mem);
+		if (opt.targets_readers)
+			run_targets_readers(mem);
 		fclose(mem);
 		read_load(load_after);
 		if (table) {
