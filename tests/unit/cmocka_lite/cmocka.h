@@ -10,6 +10,7 @@
 #ifndef CMOCKA_LITE_H
 #define CMOCKA_LITE_H
 
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -31,6 +32,13 @@ struct CMUnitTest {
 
 static jmp_buf cmocka_lite_env;
 static pthread_t cmocka_lite_main;
+/* As CMocka's: run only the tests whose names match this glob. */
+static const char *cmocka_lite_filter;
+
+static inline void cmocka_set_test_filter(const char *pattern)
+{
+	cmocka_lite_filter = pattern;
+}
 
 static inline void print_message(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
@@ -113,6 +121,8 @@ static inline int cmocka_lite_run(const struct CMUnitTest *tests, size_t n)
 	cmocka_lite_main = pthread_self();
 	printf("[==========] Running %zu test(s).\n", n);
 	for (volatile size_t i = 0; i < n; i++) {
+		if (cmocka_lite_filter && fnmatch(cmocka_lite_filter, tests[i].name, 0))
+			continue;
 		printf("[ RUN      ] %s\n", tests[i].name);
 		fflush(stdout);
 		if (tests[i].setup_func && tests[i].setup_func(NULL)) {
