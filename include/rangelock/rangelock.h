@@ -236,6 +236,18 @@ extern "C" {
 #endif
 
 /*
+ * The tree's one anonymous union (C11, C++) is marked __extension__ for
+ * gcc and clang, so that the header compiles without a warning under
+ * -std=c99 -pedantic and -std=gnu89 -pedantic too; the layout and the
+ * member names are the same.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define RANGELOCK_ANON_UNION __extension__ union
+#else
+#define RANGELOCK_ANON_UNION union
+#endif
+
+/*
  * 64-bit time on 32-bit glibc targets (i386, armhf, ...): struct timespec
  * there has a 32-bit tv_sec unless the program is built with _TIME_BITS=64
  * (glibc 2.34+).  The library exports both ABIs of the timed calls, as glibc
@@ -313,7 +325,7 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
 	uint32_t nr_waiting;          /* of which have blockers */
 	uint32_t flags;               /* policy bits, changed only while empty */
 	uint32_t nr_writers;          /* writers among them (fast reads) */
-	union {                       /* 8 bytes on every target, so that the */
+	RANGELOCK_ANON_UNION {        /* 8 bytes on every target, so that the */
 		struct range_lock_file *file; /* layout is the same on 32 bits: */
 		uint64_t file_slot_;  /* NULL unless bound to a file */
 	};                            /* (range_lock_tree_set_file()) */
