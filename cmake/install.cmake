@@ -14,6 +14,24 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rangelock
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/man/man3 ${PROJECT_SOURCE_DIR}/man/man7
   DESTINATION ${CMAKE_INSTALL_MANDIR})
 
+# The installed tools (rangelock-bench, rangelock-torture) find the shared
+# library relative to themselves: runpath $ORIGIN/<bindir to libdir>, e.g.
+# $ORIGIN/../lib, so they run from any prefix (--prefix, DESTDIR, a moved
+# tree) with no LD_LIBRARY_PATH.  (CMake's default is to strip the build
+# tree's runpath at install, leaving none: outside the loader's default
+# directories the tools then did not start.)
+function(rangelock_install_tool target)
+  if(BUILD_SHARED_LIBS AND NOT APPLE AND NOT WIN32)
+    file(RELATIVE_PATH rel "${CMAKE_INSTALL_FULL_BINDIR}" "${CMAKE_INSTALL_FULL_LIBDIR}")
+    set(rpath "$ORIGIN")
+    if(rel)
+      set(rpath "$ORIGIN/${rel}")
+    endif()
+    set_target_properties(${target} PROPERTIES INSTALL_RPATH "${rpath}")
+  endif()
+  install(TARGETS ${target} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endfunction()
+
 set(RANGELOCK_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rangelock)
 install(EXPORT rangelockTargets NAMESPACE rangelock::
   DESTINATION ${RANGELOCK_CMAKEDIR})

@@ -226,6 +226,8 @@ DEFINE_SEG_ONE_CALLS(write, false)
 				     const struct timespec *abstime)             \
 	{                                                                        \
 		struct waiter w;                                                \
+		if (!timespec_valid(clockid, abstime)) /* up front, as glibc */  \
+			return -EINVAL;                                          \
 		waiter_init(&w, WAIT_TIMED, clockid, abstime);                   \
 		return lock_two_levels("range_" #mode "_timedlock", tree, lock, \
 				   reader, &w, 0, CALLER);                       \
@@ -269,6 +271,8 @@ struct timespec_time32 {
 			ts.tv_nsec = abstime->tv_nsec;                           \
 			w.abstime = &ts;                                         \
 		}                                                                \
+		if (!timespec_valid(clockid, w.abstime))                         \
+			return -EINVAL;                                          \
 		return lock_two_levels("range_" #mode "_timedlock", tree, lock,  \
 				       reader, &w, 0, CALLER);                   \
 	}

@@ -279,6 +279,8 @@ int range_lock_grow_timed(struct range_lock_tree *tree, struct range_lock *lock,
 {
 	struct waiter w;
 
+	if (!timespec_valid(clockid, abstime)) /* up front, as glibc (wait.h) */
+		return -EINVAL;
 	waiter_init(&w, WAIT_TIMED, clockid, abstime);
 	return grow_common("range_lock_grow_timed", tree, lock, start, last, &w, CALLER);
 }

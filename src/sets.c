@@ -314,6 +314,8 @@ int range_lock_many_timed(struct range_lock_tree *tree, const struct range_lock_
 {
 	struct waiter w;
 
+	if (!timespec_valid(clockid, abstime)) /* up front, as glibc (wait.h) */
+		return -EINVAL;
 	waiter_init(&w, WAIT_TIMED, clockid, abstime);
 	return lock_many_two_levels("range_lock_many_timed", tree, items, n, &w, CALLER);
 }

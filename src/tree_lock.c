@@ -68,6 +68,20 @@ uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word)
 	}
 }
 
+__attribute__((cold)) bool rl_tree_fast_acquire_annotated(tree_word_t *word, uintptr_t fast)
+{
+	uintptr_t expected = 0;
+	bool held;
+
+	rl_hb_release_if(word, 0); /* acq_rel: publishes the request */
+	held = atomic_compare_exchange_strong_explicit(word, &expected, fast,
+						       memory_order_acq_rel,
+						       memory_order_relaxed);
+	if (held)
+		rl_hb_acquire(word);
+	return held;
+}
+
 /*
  * A fast holder leaves, and its release CAS found @seen instead of its plain
  * value @fast.  While it holds through the word, only word waiters change

@@ -186,21 +186,11 @@ static inline void tree_lock_release(tree_word_t *word, bool nonempty)
 }
 
 /* tree_fast_acquire() when a race detector runs (annotate.h, edge 3); out
- * of line, so that the uncontended lock tests the tool flag only once. */
-static __attribute__((noinline, cold)) bool
-tree_fast_acquire_annotated(tree_word_t *word, uintptr_t fast)
-{
-	uintptr_t expected = 0;
-	bool held;
-
-	rl_hb_release_if(word, 0); /* acq_rel: publishes the request */
-	held = atomic_compare_exchange_strong_explicit(word, &expected, fast,
-						       memory_order_acq_rel,
-						       memory_order_relaxed);
-	if (held)
-		rl_hb_acquire(word);
-	return held;
-}
+ * of line (tree_lock.c), so that the uncontended lock tests the tool flag
+ * only once, and so that a file that includes this header without taking
+ * the lock gets no reference to the hidden tool flag, at -O0 too (a unit
+ * test linked to the shared library). */
+bool rl_tree_fast_acquire_annotated(tree_word_t *word, uintptr_t fast);
 
 /* The fast path: hold an empty, free tree with @fast = request | TL_FAST_x. */
 static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
@@ -208,7 +198,7 @@ static inline bool tree_fast_acquire(tree_word_t *word, uintptr_t fast)
 	uintptr_t expected = 0;
 
 	if (rl_tools_on())
-		return tree_fast_acquire_annotated(word, fast);
+		return rl_tree_fast_acquire_annotated(word, fast);
 	return atomic_compare_exchange_strong_explicit(word, &expected, fast,
 						       memory_order_acq_rel,
 						       memory_order_relaxed);

@@ -34,8 +34,11 @@
 #define RL_WAIT_INTERRUPTIBLE 1u
 
 /*
- * A timed call's deadline, checked by every level (the local waits and a
- * bound tree's OFD polling, file_lock.c) only when the call would wait.
+ * A timed call's deadline.  Every public timed call checks it first, before
+ * it looks at the range (-EINVAL even when the range is free, as glibc's
+ * pthread_rwlock_clockwrlock() does; POSIX allows either); the levels below
+ * (the local waits and a bound tree's OFD polling, file_lock.c) check it
+ * again when they would wait, for their internal callers.
  * POSIX: only a tv_nsec outside [0, 1000 million) makes a deadline invalid.
  * A negative tv_sec is a time long past (-ETIMEDOUT, as glibc's tst-abstime
  * checks); the wait backends report it without sleeping (below).

@@ -99,7 +99,7 @@
  *     -EINVAL: an invalid argument: start > last (range_lock_init(),
  *      range_lock_async_init()), a NULL completion
  *      (range_lock_async_init()), a bad clock or
- *      deadline (the timed calls), a range that is not a sub-range or a
+ *      deadline (the timed calls, checked before anything else), a range that is not a sub-range or a
  *      super-range of the held one (range_lock_shrink(), the grow calls),
  *      a range beyond off_t on a tree bound to a file (the calls that can
  *      fail, asynchronous ones included), a NULL @storage
@@ -241,6 +241,18 @@ extern "C" {
 #endif
 
 /*
+ * The tree's one anonymous union (C11, C++) is marked __extension__ for
+ * gcc and clang, so that the header compiles without a warning under
+ * -std=c99 -pedantic and -std=gnu89 -pedantic too; the layout and the
+ * member names are the same.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define RANGELOCK_ANON_UNION __extension__ union
+#else
+#define RANGELOCK_ANON_UNION union
+#endif
+
+/*
  * 64-bit time on 32-bit glibc targets (i386, armhf, ...): struct timespec
  * there has a 32-bit tv_sec unless the program is built with _TIME_BITS=64
  * (glibc 2.34+).  The library exports both ABIs of the timed calls, as glibc
@@ -318,7 +330,7 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
 	uint32_t nr_waiting;          /* of which have blockers */
 	uint32_t flags;               /* policy bits, changed only while empty */
 	uint32_t nr_writers;          /* writers among them (fast reads) */
-	union {                       /* 8 bytes on every target, so that the */
+	RANGELOCK_ANON_UNION {        /* 8 bytes on every target, so that the */
 		struct range_lock_file *file; /* layout is the same on 32 bits: */
 		uint64_t file_slot_;  /* NULL unless bound to a file */
 	};                            /* (range_lock_tree_set_file()) */
@@ -807,14 +819,19 @@ RANGELOCK_API int range_write_trylock(struct range_lock_tree *tree,
  * @abstime: the deadline.
  *
  * A free range is taken even when the deadline has passed (as
- * pthread_rwlock_timedrdlock()); @clockid and @abstime are checked only when
- * the call would have to wait.  Signals do not end the wait.
+ * pthread_rwlock_timedrdlock()).  @clockid and @abstime are checked first,
+ * before the range is looked at: a bad one is -EINVAL even when the range
+ * is free, as glibc's pthread_rwlock_timedrdlock() and
+ * pthread_rwlock_clockrdlock() do (POSIX allows skipping the check when the
+ * lock is free; pthread_mutex_timedlock() in glibc does).  Signals do not
+ * end the wait.
  *
  * Return: 0 when the range is held; -ETIMEDOUT when the deadline passed first
- * (the request is then out of the tree); -EINVAL for another clock, a NULL
- * @abstime, or when "the abs_timeout nanoseconds value is less than zero or
- * greater than or equal to 1000 million" (POSIX's words: the only invalid
- * timespecs).  A negative tv_sec is valid: a deadline that has passed, so
+ * (the request is then out of the tree); -EINVAL, with nothing changed,
+ * for another clock, a NULL @abstime, or when "the abs_timeout nanoseconds
+ * value is less than zero or greater than or equal to 1000 million"
+ * (POSIX's words: the only invalid timespecs), whether or not the range is
+ * free.  A negative tv_sec is valid: a deadline that has passed, so
  * -ETIMEDOUT when the call would have to wait (as glibc).
  *
  *
@@ -971,7 +988,8 @@ RANGELOCK_API int range_lock_many_killable(struct range_lock_tree *tree,
  * (@clockid and @abstime as for range_read_timedlock()).
  *
  * Return: 0; -ETIMEDOUT (no request of the set left in the tree); -EINVAL
- * for a bad clock or deadline, checked only when the call would wait.
+ * for a bad clock or deadline (as for range_read_timedlock(): checked
+ * first, even when every range is free; nothing is locked).
  *
  * Since: 0.3
  */
@@ -1107,7 +1125,8 @@ RANGELOCK_API int range_lock_grow_killable(struct range_lock_tree *tree,
 /**
  * range_lock_grow_timed() - range_lock_grow() with an absolute deadline:
  * -ETIMEDOUT leaves the request as before the call; -EINVAL for a bad clock
- * or deadline, checked only when the call would wait.
+ * or deadline (as for range_read_timedlock(): checked first, even when the
+ * added units are free; the request is left as before the call).
  *
  * Since: 0.3
  */

@@ -578,12 +578,11 @@ static void test_timedlock_validation(void **state)
 
 	range_lock_tree_init(&tree);
 	range_lock_init(&r, 0, 9);
-	/* A free range is taken whatever the deadline says. */
+	/* A free range is taken whatever time the deadline says. */
 	ts.tv_sec = 0;
 	ts.tv_nsec = 0;
 	assert_int_equal(range_write_timedlock(&tree, &r, CLOCK_MONOTONIC, &ts), 0);
 	range_write_unlock(&tree, &r);
-	ts.tv_nsec = -1;
 	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_REALTIME, &ts), 0);
 	range_read_unlock(&tree, &r);
 
@@ -604,6 +603,60 @@ static void test_timedlock_validation(void **state)
 	assert_int_equal(range_read_timedlock(&tree, &r, CLOCK_REALTIME, &ts), -ETIMEDOUT);
 	range_write_unlock(&tree, &held);
 	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/*
+ * A bad clock or deadline is -EINVAL before anything else, as glibc's
+ * pthread_rwlock_timedwrlock() and _clockwrlock() answer: on a free range
+ * too, with nothing taken (the same request is used again at once, so a
+ * request left linked would abort), whatever the tree's state.
+ */
+static void test_timedlock_bad_deadline_free_range(void **state)
+{
+	(void)state;
+	static const clockid_t bad_clocks[] = { CLOCK_PROCESS_CPUTIME_ID,
+		CLOCK_THREAD_CPUTIME_ID, CLOCK_MONOTONIC_RAW, CLOCK_BOOTTIME, -1, 12345 };
+	static const long bad_ns[] = { -1, 1000000000L, -1000000000L, 1999999999L };
+	const clockid_t clocks[] = { CLOCK_MONOTONIC, CLOCK_REALTIME };
+	struct range_lock_tree tree;
+	struct range_lock r, other;
+	struct timespec ts;
+
+	for (int fifo = 0; fifo < 2; fifo++) {
+		range_lock_tree_init(&tree);
+		assert_int_equal(range_lock_tree_set_fifo(&tree, fifo), 0);
+		for (int reader = 0; reader < 2; reader++) {
+			int (*timed)(struct range_lock_tree *, struct range_lock *, clockid_t,
+				     const struct timespec *) =
+				reader ? range_read_timedlock : range_write_timedlock;
+
+			range_lock_init(&r, 0, 9);
+			for (int c = 0; c < 2; c++) {
+				for (unsigned i = 0; i < sizeof(bad_ns) / sizeof(bad_ns[0]); i++) {
+					deadline_in(clocks[c], 1000, &ts);
+					ts.tv_nsec = bad_ns[i];
+					assert_int_equal(timed(&tree, &r, clocks[c], &ts), -EINVAL);
+					ts.tv_sec = -1; /* passed, and bad */
+					assert_int_equal(timed(&tree, &r, clocks[c], &ts), -EINVAL);
+				}
+				assert_int_equal(timed(&tree, &r, clocks[c], NULL), -EINVAL);
+			}
+			deadline_in(CLOCK_MONOTONIC, 1000, &ts);
+			for (unsigned i = 0; i < sizeof(bad_clocks) / sizeof(bad_clocks[0]); i++)
+				assert_int_equal(timed(&tree, &r, bad_clocks[i], &ts), -EINVAL);
+			/* Nothing taken: a writer of everything gets in. */
+			range_lock_init_full(&other);
+			assert_int_equal(range_write_trylock(&tree, &other), 1);
+			range_write_unlock(&tree, &other);
+			/* The request is free to use: a good deadline takes it. */
+			assert_int_equal(timed(&tree, &r, CLOCK_MONOTONIC, &ts), 0);
+			if (reader)
+				range_read_unlock(&tree, &r);
+			else
+				range_write_unlock(&tree, &r);
+		}
+		assert_int_equal(range_lock_tree_destroy(&tree), 0);
+	}
 }
 
 /*
@@ -1576,6 +1629,10 @@ static void test_overtaking_timedlock_ignores_deadline(void **state)
 	range_read_lock(&tree, &held);
 	start_waiting(&w, &tree, C_WRITE, 0, 9, 1);
 	range_lock_init(&t, 5, 5);
+	/* A bad deadline is refused before the tree is looked at... */
+	assert_int_equal(range_read_timedlock(&tree, &t, CLOCK_MONOTONIC, &bad), -EINVAL);
+	/* ...a deadline that has passed is not: the reader overtakes. */
+	bad.tv_nsec = 0;
 	assert_int_equal(range_read_timedlock(&tree, &t, CLOCK_MONOTONIC, &bad), 0);
 	range_read_unlock(&tree, &t);
 	range_read_unlock(&tree, &held);
@@ -1638,6 +1695,7 @@ int main(void)
 		cmocka_unit_test(test_killable_cancel),
 		cmocka_unit_test(test_killable_cancel_races_grant),
 		cmocka_unit_test(test_timedlock_validation),
+		cmocka_unit_test(test_timedlock_bad_deadline_free_range),
 		cmocka_unit_test(test_timedlock_negative_tv_sec),
 		cmocka_unit_test(test_timedlock_times_out),
 		cmocka_unit_test(test_giveup_unaccounting),

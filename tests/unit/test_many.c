@@ -554,13 +554,25 @@ static void test_set_timed_gives_up_all(void **state)
 
 	giveup_case(0, OP_MANY_TIMED);
 	giveup_case(1, OP_MANY_TIMED);
-	/* A bad deadline: -EINVAL only when the call would wait, and then
-	 * nothing is left in the tree. */
+	/* A bad clock or deadline: -EINVAL before anything else (as glibc's
+	 * rwlock), on free ranges too, and nothing is left in the tree. */
 	new_tree(&tree, 0);
 	range_lock_init(&a, 0, 9);
 	range_lock_init(&b, 10, 19);
+	assert_int_equal(range_lock_many_timed(&tree, items, 2, CLOCK_MONOTONIC, &bad), -EINVAL);
+	bad.tv_nsec = -1;
+	assert_int_equal(range_lock_many_timed(&tree, items, 2, CLOCK_REALTIME, &bad), -EINVAL);
+	assert_int_equal(range_lock_many_timed(&tree, items, 2, CLOCK_MONOTONIC, NULL), -EINVAL);
+	bad.tv_nsec = 0;
+	assert_int_equal(range_lock_many_timed(&tree, items, 2, CLOCK_PROCESS_CPUTIME_ID, &bad),
+			 -EINVAL);
+	assert_int_equal(range_lock_many_timed(&tree, items, 2, CLOCK_BOOTTIME, &bad), -EINVAL);
+	assert_true(probe(&tree, 0, RANGE_LOCK_FULL, W));
+	assert_int_equal(stats(&tree).held_now, 0);
+	/* a passed deadline on free ranges: held */
 	assert_int_equal(range_lock_many_timed(&tree, items, 2, CLOCK_MONOTONIC, &bad), 0);
 	range_unlock_many(&tree, items, 2);
+	bad.tv_nsec = 1000000000L;
 	range_lock_init(&h, 15, 15);
 	range_write_lock(&tree, &h);
 	assert_int_equal(range_lock_many_timed(&tree, items, 2, CLOCK_MONOTONIC, &bad), -EINVAL);
@@ -1387,11 +1399,26 @@ static void test_grow_timed_gives_up(void **state)
 
 	grow_giveup_case(0, OP_GROW_TIMED);
 	grow_giveup_case(1, OP_GROW_TIMED);
-	/* A bad deadline: -EINVAL when it would wait, else it is not read. */
+	/* A bad clock or deadline: -EINVAL before anything else (as glibc's
+	 * rwlock), when the added units are free too; nothing changed. */
 	new_tree(&tree, 0);
 	range_lock_init(&l, 0, 9);
 	range_write_lock(&tree, &l);
+	assert_int_equal(range_lock_grow_timed(&tree, &l, 0, 19, CLOCK_MONOTONIC, &bad), -EINVAL);
+	bad.tv_nsec = -1;
+	assert_int_equal(range_lock_grow_timed(&tree, &l, 0, 19, CLOCK_REALTIME, &bad), -EINVAL);
+	assert_int_equal(range_lock_grow_timed(&tree, &l, 0, 19, CLOCK_MONOTONIC, NULL), -EINVAL);
+	bad.tv_nsec = 0;
+	assert_int_equal(range_lock_grow_timed(&tree, &l, 0, 19, CLOCK_THREAD_CPUTIME_ID, &bad),
+			 -EINVAL);
+	assert_int_equal(range_lock_grow_timed(&tree, &l, 0, 19, CLOCK_MONOTONIC_RAW, &bad),
+			 -EINVAL);
+	assert_true(l.start == 0 && l.last == 9);
+	assert_true(probe(&tree, 10, RANGE_LOCK_FULL, W));
+	/* a passed deadline, added units free: grown */
 	assert_int_equal(range_lock_grow_timed(&tree, &l, 0, 19, CLOCK_MONOTONIC, &bad), 0);
+	assert_true(l.start == 0 && l.last == 19);
+	bad.tv_nsec = 1000000000L;
 	range_lock_init(&x, 25, 25);
 	range_write_lock(&tree, &x);
 	assert_int_equal(range_lock_grow_timed(&tree, &l, 0, 29, CLOCK_MONOTONIC, &bad),

@@ -467,10 +467,14 @@ static void test_timeout_leaves_no_part(void **state)
 		assert_true(all_free(&tree, 0, 8, 2));
 		assert_true(all_free(&tree, 10, 15, 2));
 		assert_int_equal(dump_count(&tree, "waiting"), 0);
-		/* A bad deadline is refused only when the call would wait. */
+		/* A bad deadline is refused, whether or not the call would
+		 * wait; a passed one takes the free range. */
 		ts.tv_nsec = -1;
 		assert_int_equal(range_write_timedlock(&tree, &x, CLOCK_MONOTONIC, &ts), -EINVAL);
 		range_write_unlock(&tree, &w);
+		assert_int_equal(range_write_timedlock(&tree, &x, CLOCK_MONOTONIC, &ts), -EINVAL);
+		assert_true(all_free(&tree, 0, 15, 2));
+		ts.tv_nsec = 0;
 		assert_int_equal(range_write_timedlock(&tree, &x, CLOCK_MONOTONIC, &ts), 0);
 		range_write_unlock(&tree, &x);
 		assert_true(all_free(&tree, 0, 15, 2));
@@ -1698,12 +1702,16 @@ static void test_grow_timed_gives_up(void **state)
 	pthread_join(th, NULL);
 	assert_true(unit_busy(&tree, 0, true));
 	range_write_unlock(&tree, &l.req);
-	/* A bad deadline: -EINVAL when the call would wait, nothing changed;
-	 * not read when it would not. */
+	/* A bad deadline: -EINVAL whether or not the call would wait,
+	 * nothing changed; a passed one grows into free units. */
 	ts.tv_nsec = 1000000000L;
 	assert_int_equal(range_lock_grow_timed(&tree, &o, 0, 5, CLOCK_MONOTONIC, &ts), -EINVAL);
 	assert_true(o.start == 0 && o.last == 0);
 	assert_true(all_free(&tree, 1, 4, 2));
+	assert_int_equal(range_lock_grow_timed(&tree, &o, 0, 4, CLOCK_MONOTONIC, &ts), -EINVAL);
+	assert_true(o.start == 0 && o.last == 0);
+	assert_true(all_free(&tree, 1, 4, 2));
+	ts.tv_nsec = 0;
 	assert_int_equal(range_lock_grow_timed(&tree, &o, 0, 4, CLOCK_MONOTONIC, &ts), 0);
 	assert_true(o.start == 0 && o.last == 4);
 	range_write_unlock(&tree, &h);
