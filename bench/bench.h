@@ -590,6 +590,7 @@ struct full_scenario {
 	double moonshot;          /* a second throughput goal (0: none) */
 	const char *moonshot_text;
 	bool waits;               /* single-wait rows */
+	const struct work_shape *shape; /* NULL: the workload's plain roles */
 };
 
 /* Threads outnumber the CPUs 2:1 and 4:1, 1 us in + 1 us out: 2x writers,

@@ -215,8 +215,8 @@ void full_scenarios_oversub(struct full_scenario *o, const char *prefix)
 int full_scenario_measure(const struct full_scenario *o, const enum lock_kind *kinds,
 			  int nk)
 {
-	return measure_point("throughput", o->tag, kinds, nk, o->wl, RG_FULL, o->threads,
-			     o->in, o->out);
+	return measure_point_shaped("throughput", o->tag, kinds, nk, o->wl, RG_FULL,
+				    o->threads, o->in, o->out, o->shape);
 }
 
 const struct rec *full_scenario_rec(const struct full_scenario *o, enum lock_kind k)

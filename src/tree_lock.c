@@ -3,21 +3,67 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "spin.h"
 #include "tree_lock.h"
 
-/* Spin iterations before sleeping; the lock is held for a tree walk, well
- * under a microsecond, so a short spin usually wins. */
-#define TREE_LOCK_SPIN 100
+/* How long to spin before sleeping, in ns (spin.h: a time, the same on
+ * every CPU; it was 100 PAUSEs, 1.5 to 1.9 us on today's CPUs); the lock is
+ * held for a tree walk, well under a microsecond, so a short spin usually
+ * wins. */
+#ifndef TREE_LOCK_SPIN_NS
+#define TREE_LOCK_SPIN_NS 2000
+#endif
+#define NOT_SPUN UINT32_MAX
 
 _Thread_local int rl_tl_word_sleepers_woken;
+
+/*
+ * The lock is held (@w has TL_LOCKED).  Unless sleepers are announced, spin
+ * while it stays held by a thread that does not sleep, for the rest of the
+ * call's spin (*@spins, NOT_SPUN before its first spin); once that is used
+ * up, announce a sleeper.  Then sleep once.  Returns false when the caller
+ * must look at the word again, true when it slept (it then takes the lock
+ * with TL_SLEEPERS).  Out of line: the calls that find the lock free or
+ * displace a fast holder keep the slow path's cost.
+ */
+static __attribute__((noinline)) bool wait_held(tree_word_t *word, uintptr_t w,
+						uint32_t *spins)
+{
+	if (!(w & TL_SLEEPERS)) {
+		uint32_t n = *spins;
+
+		if (n == NOT_SPUN) {
+			n = rl_spin_iters(TREE_LOCK_SPIN_NS);
+			if (n == NOT_SPUN)
+				n--;
+		}
+		if (n) {
+			do {
+				n--;
+				rl_cpu_relax();
+				w = atomic_load_explicit(word, memory_order_relaxed);
+			} while (n && w == TL_LOCKED);
+			*spins = n;
+			return false; /* look again, at what ended the spin */
+		}
+		if (!atomic_compare_exchange_weak_explicit(word, &w, w | TL_SLEEPERS,
+							   memory_order_relaxed,
+							   memory_order_relaxed))
+			return false;
+	}
+	rl_wait(tree_word_futex(word), (uint32_t)(TL_LOCKED | TL_SLEEPERS),
+		CLOCK_MONOTONIC, NULL, 0);
+	return true;
+}
 
 uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word)
 {
 	/* Once we have slept we take the lock with TL_SLEEPERS set: others may
 	 * still sleep, and our release must wake one of them. */
 	uintptr_t mine = TL_LOCKED;
+	uint32_t spins = NOT_SPUN;
 
-	for (int spins = 0;;) {
+	for (;;) {
 		uintptr_t w = atomic_load_explicit(word, memory_order_relaxed);
 
 		if (__builtin_expect(w == TL_SEGMENTED, 0)) {
@@ -52,19 +98,8 @@ uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word)
 			}
 			continue;
 		}
-		if (spins < TREE_LOCK_SPIN && !(w & TL_SLEEPERS)) {
-			spins++;
-			rl_cpu_relax();
-			continue;
-		}
-		if (!(w & TL_SLEEPERS) &&
-		    !atomic_compare_exchange_weak_explicit(word, &w, w | TL_SLEEPERS,
-							   memory_order_relaxed,
-							   memory_order_relaxed))
-			continue;
-		rl_wait(tree_word_futex(word), (uint32_t)(TL_LOCKED | TL_SLEEPERS),
-			CLOCK_MONOTONIC, NULL, 0);
-		mine = TL_LOCKED | TL_SLEEPERS;
+		if (wait_held(word, w, &spins))
+			mine = TL_LOCKED | TL_SLEEPERS;
 	}
 }
 
