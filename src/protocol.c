@@ -19,7 +19,10 @@
  *   async.c       asynchronous requests: the completion queue, withdrawal,
  *                 submission
  *   segments.c    segmented trees: a tree split into segments (each a tree
- *                 of its own), the calls' dispatch, spanning requests
+ *                 of its own), configuration, shrink, downgrade;
+ *                 seg_span.c the calls' dispatch and spanning requests,
+ *                 seg_sets.c sets across segments, seg_async.c
+ *                 asynchronous spans, seg_grow.c grow across segments
  *   tree_admin.c  init, destroy, set_fifo, set_fast_read, set_file, versions
  *   stats.c       statistics and the dump (stats.h)
  *   thread_id.c   the thread-id cache (thread_id.h)

@@ -128,11 +128,11 @@ static inline bool is_async(const struct range_lock *lock)
 }
 
 /*
- * A PART of a request that spans segments (segments.c): an internal request
+ * A PART of a request that spans segments (seg_span.c): an internal request
  * in one segment's tree.  Its owner_tid is one of these two values (bit 30
  * and a low bit: no thread id, growth, slot or asynchronous tag is either).
  * Parts are silent in the statistics: the spanning request counts once, in
- * its first part's segment, under that segment's lock (segments.c), and
+ * its first part's segment, under that segment's lock (seg_span.c), and
  * the first part stands for it in a recount (stats.c).
  */
 #define RL_PART_TAG   (RL_GROWTH_TAG | 2u) /* a part other than the first */
@@ -141,7 +141,7 @@ static inline bool is_async(const struct range_lock *lock)
 static inline bool is_part(const struct range_lock *lock)
 {
 	/* (a queued part of an asynchronous spanning request has
-	 * RL_ASYNC_TAG too: segments.c) */
+	 * RL_ASYNC_TAG too: seg_async.c) */
 	return ((lock->owner_tid & ~RL_ASYNC_TAG) | 1u) == RL_PART_FIRST;
 }
 
@@ -312,7 +312,8 @@ RL_HIDDEN void rl_remove_request(struct range_lock_tree *tree, struct range_lock
  * of them are held at once; @try: enter only then. */
 RL_HIDDEN bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
 			     unsigned n, bool try, bool mark);
-/* A held request moves to another struct, keeping its place (segments.c). */
+/* A held request moves to another struct, keeping its place (segments.c,
+ * seg_sets.c, seg_grow.c). */
 RL_HIDDEN void rl_move_request(struct range_lock_tree *tree, struct range_lock *from,
 			       struct range_lock *to);
 /* A held request keeps only [start, last] of its range (a sub-range). */

@@ -224,7 +224,7 @@ static int file_acquire_many(const char *call, struct range_lock_tree *tree,
 }
 
 /* A set on a tree with segments: all in one segment, a set of its tree;
- * else one arrival across segments (segments.c). */
+ * else one arrival across segments (seg_sets.c). */
 static __attribute__((noinline)) int
 lock_many_segments(const char *call, struct range_lock_tree *tree,
 		   const struct range_lock_item *items, unsigned n, struct waiter *w,

@@ -459,7 +459,7 @@ static int wait_loop_killable(struct waiter *w)
 int rl_wait_for_grant(struct waiter *w)
 {
 	/* A part of a spanning request counts nothing: the request times
-	 * its whole wait (segments.c); nor does a segmented tree's growth. */
+	 * its whole wait (seg_span.c); nor does a segmented tree's growth. */
 	struct range_lock_stats *st = is_part(w->lock) || is_growth(w->lock) ? NULL
 									   : stats_of(w->tree);
 	int r;
