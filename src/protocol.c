@@ -843,16 +843,16 @@ void rl_maybe_bias(struct range_lock_tree *tree)
 	__atomic_store_n(&tree->flags, f | RL_TREE_BIASED, __ATOMIC_RELEASE);
 }
 
-void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
+/* The segment layer's hooks (protocol.h); NULL until a tree gets segments. */
+const struct rl_part_ops *rl_part_ops;
+
+/* range_downgrade_write() on a tree without segments (calls.c dispatches;
+ * the segment layer calls it on a segment's tree). */
+void rl_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
 {
 	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
 	struct range_lock *n;
 
-	check_args("range_downgrade_write", tree, lock);
-	if (__builtin_expect(tree_is_segmented(tree), 0)) {
-		rl_seg_downgrade(tree, lock);
-		return;
-	}
 	/* A read held fast is in no tree (its slot holds it): name the misuse,
 	 * as check_held() does for a read held in the tree, rather than "not
 	 * in this tree".  The tag is the request's own, never written by a

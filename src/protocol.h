@@ -145,6 +145,31 @@ static inline bool is_part(const struct range_lock *lock)
 	return ((lock->owner_tid & ~RL_ASYNC_TAG) | 1u) == RL_PART_FIRST;
 }
 
+/*
+ * The plain tree's two upward calls, for a spanning request's FIRST part
+ * only (the code tests RL_PART_FIRST before it calls them, so a tree
+ * without parts never does): hooks the segment layer installs
+ * (seg_span.c's rl_span_part_ops, stored by range_lock_tree_set_segments()
+ * before any part can exist, with a relaxed store: whoever meets a part
+ * is ordered after the set_segments() of its tree).  Both under the
+ * part's segment lock.
+ *   counted: what the spanning request counted itself as in the
+ *       statistics (SPAN_*), for a recount (stats.c).
+ *   withdrawn: the waiting code withdrew the part (a give-up, waiting.c;
+ *       @why: -EINTR, -ETIMEDOUT, or -ECANCELED for a cancellation).
+ */
+enum { SPAN_OUT, SPAN_WAITING, SPAN_HELD };
+struct rl_part_ops {
+	int (*counted)(const struct range_lock *first);
+	void (*withdrawn)(struct range_lock_tree *t0, struct range_lock *first, int why);
+};
+RL_HIDDEN extern const struct rl_part_ops *rl_part_ops;
+
+static inline const struct rl_part_ops *part_ops(void)
+{
+	return __atomic_load_n(&rl_part_ops, __ATOMIC_RELAXED);
+}
+
 
 /* The calling thread's completions to run (async.c): appended under
  * tree_lock by the releases this thread makes, run by wake_list_flush()
@@ -312,6 +337,8 @@ RL_HIDDEN void rl_remove_request(struct range_lock_tree *tree, struct range_lock
  * of them are held at once; @try: enter only then. */
 RL_HIDDEN bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
 			     unsigned n, bool try, bool mark);
+/* range_downgrade_write() on a tree without segments (protocol.c). */
+RL_HIDDEN void rl_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock);
 /* A held request moves to another struct, keeping its place (segments.c,
  * seg_sets.c, seg_grow.c). */
 RL_HIDDEN void rl_move_request(struct range_lock_tree *tree, struct range_lock *from,

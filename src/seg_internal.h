@@ -123,6 +123,8 @@ static inline struct span *span_new(struct range_lock_tree *tree, struct range_l
 {
 	return rl_span_new_range(tree, lock, reader, n, lock->start, lock->last);
 }
+/* The hooks the plain tree calls for a first part (protocol.h). */
+RL_HIDDEN extern const struct rl_part_ops rl_span_part_ops;
 RL_HIDDEN void rl_span_count(struct span *sp, struct range_lock_tree *t0, int to, int why);
 RL_HIDDEN bool rl_span_leave(struct range_lock_tree *t, struct span *sp, struct range_lock *p,
 			     int why);

@@ -82,17 +82,20 @@ void rl_span_count(struct span *sp, struct range_lock_tree *t0, int to, int why)
 	sp->counted = to;
 }
 
-int rl_span_counted(const struct range_lock *first)
+/* The plain tree's hooks (protocol.h, struct rl_part_ops). */
+static int span_counted(const struct range_lock *first)
 {
 	return span_of_first(first)->counted;
 }
 
 /* The waiting code withdrew a spanning request's first part (a give-up,
  * @why as for rl_span_count()), under its segment's lock @t0. */
-void rl_span_withdrawn(struct range_lock_tree *t0, struct range_lock *first, int why)
+static void span_withdrawn(struct range_lock_tree *t0, struct range_lock *first, int why)
 {
 	rl_span_count(span_of_first(first), t0, SPAN_OUT, why);
 }
+
+const struct rl_part_ops rl_span_part_ops = { span_counted, span_withdrawn };
 
 /*
  * Take part @p out of segment tree @t, held or waiting (a release walk,

@@ -258,6 +258,8 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 	if (segments == 0 || segments > RL_SEG_MAX || (segments & (segments - 1)) ||
 	    stripe_shift > 63)
 		return -EINVAL;
+	/* The plain tree's hooks for parts (protocol.h): before any exists. */
+	__atomic_store_n(&rl_part_ops, &rl_span_part_ops, __ATOMIC_RELAXED);
 	/* Statistics stay where they were enabled (as for a plain tree). */
 	if (tree_is_segmented(tree) &&
 	    __atomic_load_n(&segments_of(tree)->user_stats, __ATOMIC_ACQUIRE))
@@ -592,8 +594,8 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 		/* (A bound tree's OFD lock converts first, as on any tree.) */
 		if (f)
 			rl_file_downgrade(f, lock->start, lock->last);
-		range_downgrade_write(rl_seg_tree(s, rl_seg_part(s, lock->start,
-								  lock->last, 0).seg), lock);
+		rl_downgrade_write(rl_seg_tree(s, rl_seg_part(s, lock->start,
+							      lock->last, 0).seg), lock);
 		return;
 	}
 	sp = (struct span *)(void *)lock->rb_left;
@@ -606,7 +608,7 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 	/* Each part in its segment: a reader of one segment's units may go
 	 * ahead once that part is a reader. */
 	for (unsigned i = 0; i < sp->n; i++)
-		range_downgrade_write(part_tree(s, PART(sp, i)), PART(sp, i));
+		rl_downgrade_write(part_tree(s, PART(sp, i)), PART(sp, i));
 	sp->reader = true;
 	lock->rb_parent_flags |= RL_READER;
 }

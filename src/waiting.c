@@ -213,8 +213,8 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 		stat_give_up(st, why);
 	}
 	if (__builtin_expect(lock->owner_tid == RL_PART_FIRST, 0)) /* it counts */
-		rl_span_withdrawn(tree, lock, why == GIVE_UP_SIGNAL ? -EINTR :
-					      why == GIVE_UP_TIMEOUT ? -ETIMEDOUT : -ECANCELED);
+		part_ops()->withdrawn(tree, lock, why == GIVE_UP_SIGNAL ? -EINTR :
+					  why == GIVE_UP_TIMEOUT ? -ETIMEDOUT : -ECANCELED);
 	rl_remove_request(tree, lock, &wl);
 	tree_unlock(tree);
 	wake_list_flush(&wl);
