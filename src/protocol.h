@@ -183,6 +183,32 @@ RL_HIDDEN extern _Thread_local struct rl_async_queue rl_async_queue
 	__attribute__((tls_model("initial-exec")));
 /* Run the queued completions, in grant order (unless one runs already). */
 RL_HIDDEN void rl_async_run(void);
+
+/*
+ * A call that releases several requests one tree lock at a time (a set's
+ * unlock on a tree with segments, or with a member held fast) holds this
+ * thread's completions back until every member is released, as one hold
+ * of the tree lock does: rl_async_hold() before the first release (false
+ * if a completion runs already: the queue runs after it anyway), then
+ * rl_async_release() with what it returned.
+ */
+static inline bool rl_async_hold(void)
+{
+	if (rl_async_queue.running)
+		return false;
+	rl_async_queue.running = true;
+	return true;
+}
+
+static inline void rl_async_release(bool held)
+{
+	if (!held)
+		return;
+	rl_async_queue.running = false;
+	if (rl_async_queue.head)
+		rl_async_run();
+}
+
 /* A lock call is about to make its thread wait: abort if a completion is
  * running on it (async.c says why). */
 RL_HIDDEN void rl_async_check_may_wait(const char *call, const struct range_lock *lock);

@@ -103,6 +103,19 @@ static inline bool span_holds(const struct span *sp)
 	return sp->held;
 }
 
+/*
+ * Abort unless the spanning request @lock, whose span is @sp, holds: an
+ * asynchronous one may still be queued (its parts wait), which every call
+ * that takes a held request refuses before it changes anything, as a
+ * plain tree's check_held() does.
+ */
+static inline void span_check_held(const char *call, const struct span *sp,
+				   const struct range_lock *lock)
+{
+	if (!span_holds(sp))
+		rl_die(call, lock, "request is still waiting, not held");
+}
+
 /* A give-up in the statistics @st (@why: -EINTR, -ETIMEDOUT, or
  * -ECANCELED for a cancellation). */
 static inline void stat_give_up(struct range_lock_stats *st, int why)

@@ -387,14 +387,26 @@ struct range_lock_tree *rl_seg_set_tree(struct range_lock_tree *tree,
 	return rl_seg_tree(s, g);
 }
 
+/*
+ * Each member is released as its single unlock does, one segment lock at a
+ * time; the completions that the releases queue on this thread run once
+ * every member is released (rl_async_hold()), as after a plain tree's one
+ * hold of its lock, so that no completion runs while a member of the call
+ * is still held.
+ */
 void rl_seg_unlock_many(struct range_lock_tree *tree, const struct range_lock_item *items,
 			unsigned n)
 {
+	bool held;
+
+	for (unsigned m = 0; m < n; m++)
+		if (!items[m].lock)
+			rl_die("range_unlock_many", NULL, "NULL request in the set");
+	held = rl_async_hold();
 	for (unsigned m = 0; m < n; m++) {
 		bool reader = items[m].mode == RANGE_LOCK_READ;
 
-		if (!items[m].lock)
-			rl_die("range_unlock_many", NULL, "NULL request in the set");
 		rl_seg_unlock("range_unlock_many", tree, items[m].lock, reader);
 	}
+	rl_async_release(held);
 }

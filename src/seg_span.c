@@ -435,6 +435,7 @@ void rl_seg_unlock(const char *call, struct range_lock_tree *tree, struct range_
 		rl_die(call, lock, "range is not locked");
 	if (sp->top != tree)
 		rl_die(call, lock, "range is not locked in this tree");
+	span_check_held(call, sp, lock);
 	if (sp->reader != reader)
 		rl_die(call, lock, reader ? "range is held for writing, not reading"
 					  : "range is held for reading, not writing");

@@ -475,6 +475,7 @@ static int seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 		rl_die("range_lock_shrink", lock, "range is not locked");
 	if (sp->top != tree)
 		rl_die("range_lock_shrink", lock, "range is not locked in this tree");
+	span_check_held("range_lock_shrink", sp, lock);
 	if (start > last || start < lock->start || last > lock->last)
 		return -EINVAL;
 	if (start == lock->start && last == lock->last)
@@ -559,6 +560,7 @@ int rl_seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 
 			if (!is_linked(lock) || !sp || sp->top != tree)
 				rl_die("range_lock_shrink", lock, "range is not locked in this tree");
+			span_check_held("range_lock_shrink", sp, lock);
 			reader = sp->reader;
 		}
 		if (start > last || start < a || last > b || !rl_file_range_ok(start, last))
@@ -601,6 +603,8 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 	sp = (struct span *)(void *)lock->rb_left;
 	if (!is_linked(lock) || !sp || sp->top != tree)
 		rl_die("range_downgrade_write", lock, "range is not locked in this tree");
+	/* The whole request first: no part changes if one still waits. */
+	span_check_held("range_downgrade_write", sp, lock);
 	if (sp->reader)
 		rl_die("range_downgrade_write", lock, "range is held for reading, not writing");
 	if (f)

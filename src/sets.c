@@ -341,12 +341,16 @@ static void unlock_many_local(struct range_lock_tree *tree,
 		if (!items[i].lock)
 			rl_die("range_unlock_many", NULL, "NULL request in the set");
 		if (items[i].lock->owner_tid & RL_SLOT_TAG) {
+			/* every member released before any completion runs */
+			bool held = rl_async_hold();
+
 			for (unsigned j = 0; j < n; j++) {
 				bool reader = items[j].mode == RANGE_LOCK_READ;
 
 				unlock_common(reader ? "range_read_unlock" : "range_write_unlock",
 					      tree, items[j].lock, reader);
 			}
+			rl_async_release(held);
 			return;
 		}
 	}

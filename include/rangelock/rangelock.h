@@ -933,6 +933,12 @@ RANGELOCK_API int range_lock_many_try(struct range_lock_tree *tree,
  * range_unlock_many() - unlock @n held requests of @tree, each by its mode
  * (any held requests: of one set or not).  Aborts as the unlock calls do.
  *
+ * Every member is released before any completion of an asynchronous
+ * request that the releases grant runs (on the calling thread, before the
+ * call returns; inside a completion, after that completion returns): a
+ * completion never runs while a member of the call is still held, on
+ * every tree, with segments or without.
+ *
  * Since: 0.3
  */
 RANGELOCK_API void range_unlock_many(struct range_lock_tree *tree,
