@@ -373,6 +373,12 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
  * range_lock_tree_init() - initialise a tree: no requests, statistics off.
  * @tree: the tree; it must not be in use.
  *
+ * It reads nothing of @tree (which may be fresh memory), so it cannot tell
+ * a tree that still has what range_lock_tree_set_segments() or
+ * range_lock_tree_set_file() allocated: call
+ * range_lock_tree_destroy() first, or that memory (a segmented tree's
+ * segment array, a bound tree's file state) is lost.
+ *
  * Since: 0.1
  */
 RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
