@@ -208,7 +208,7 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
  * sleeps, so it is never ELIGIBLE) with RL_ASYNC_TAG, which makes its grant
  * queue the completion.  Returns 0 (held now) or -EINPROGRESS.  @tree:
  * where it enters; @top: the tree the user named (the same, or the tree
- * whose segment @tree is: segments.c), which range_lock_async_cancel()
+ * whose segment @tree is: seg_async.c), which range_lock_async_cancel()
  * will be given.
  */
 static inline __attribute__((always_inline)) int
@@ -238,7 +238,7 @@ lock_async_local(const char *call, struct range_lock_tree *tree,
 	return blockers ? -EINPROGRESS : 0;
 }
 
-/* The same for a segment's tree (segments.c); out of line. */
+/* The same for a segment's tree (seg_async.c); out of line. */
 int rl_lock_async_in(const char *call, struct range_lock_tree *tree,
 		     struct range_lock_tree *top, struct range_lock_async *req, bool reader)
 {
@@ -299,7 +299,7 @@ static int rl_async_file_grant(struct range_lock_async *req)
 	struct range_lock *lock = &req->lock;
 	bool reader;
 
-	/* (A part of a spanning request has no tree_: segments.c.) */
+	/* (A part of a spanning request has no tree_: seg_async.c.) */
 	if (__builtin_expect(!tree || rl_bound_file(file_of(tree)) == NULL, 1))
 		return 0;
 	/* Its mode is a bit of its flags word, which the rebalancing of the

@@ -488,3 +488,14 @@ void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 	if (!file_release("range_write_unlock", tree, lock, false))
 		unlock_common("range_write_unlock", tree, lock, false);
 }
+
+/* The segment layer's downgrade, or the plain tree's (protocol.c). */
+void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
+{
+	check_args("range_downgrade_write", tree, lock);
+	if (__builtin_expect(tree_is_segmented(tree), 0)) {
+		rl_seg_downgrade(tree, lock);
+		return;
+	}
+	rl_downgrade_write(tree, lock);
+}

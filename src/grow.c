@@ -4,7 +4,7 @@
  * range_lock_grow() with its interruptible, killable, timed and try forms,
  * on both levels of a bound tree.  The rules are protocol.c's
  * rl_grow_enter(), rl_grow_merge() and rl_shrink_request(); a tree with
- * segments grows in segments.c (rl_seg_grow()).
+ * segments grows in seg_grow.c (rl_seg_grow()).
  */
 #include "calls.h"
 

@@ -19,7 +19,10 @@
  *   async.c       asynchronous requests: the completion queue, withdrawal,
  *                 submission
  *   segments.c    segmented trees: a tree split into segments (each a tree
- *                 of its own), the calls' dispatch, spanning requests
+ *                 of its own), configuration, shrink, downgrade;
+ *                 seg_span.c the calls' dispatch and spanning requests,
+ *                 seg_sets.c sets across segments, seg_async.c
+ *                 asynchronous spans, seg_grow.c grow across segments
  *   tree_admin.c  init, destroy, set_fifo, set_fast_read, set_file, versions
  *   stats.c       statistics and the dump (stats.h)
  *   thread_id.c   the thread-id cache (thread_id.h)
@@ -840,16 +843,16 @@ void rl_maybe_bias(struct range_lock_tree *tree)
 	__atomic_store_n(&tree->flags, f | RL_TREE_BIASED, __ATOMIC_RELEASE);
 }
 
-void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
+/* The segment layer's hooks (protocol.h); NULL until a tree gets segments. */
+const struct rl_part_ops *rl_part_ops;
+
+/* range_downgrade_write() on a tree without segments (calls.c dispatches;
+ * the segment layer calls it on a segment's tree). */
+void rl_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
 {
 	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
 	struct range_lock *n;
 
-	check_args("range_downgrade_write", tree, lock);
-	if (__builtin_expect(tree_is_segmented(tree), 0)) {
-		rl_seg_downgrade(tree, lock);
-		return;
-	}
 	/* A read held fast is in no tree (its slot holds it): name the misuse,
 	 * as check_held() does for a read held in the tree, rather than "not
 	 * in this tree".  The tag is the request's own, never written by a

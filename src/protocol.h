@@ -128,11 +128,11 @@ static inline bool is_async(const struct range_lock *lock)
 }
 
 /*
- * A PART of a request that spans segments (segments.c): an internal request
+ * A PART of a request that spans segments (seg_span.c): an internal request
  * in one segment's tree.  Its owner_tid is one of these two values (bit 30
  * and a low bit: no thread id, growth, slot or asynchronous tag is either).
  * Parts are silent in the statistics: the spanning request counts once, in
- * its first part's segment, under that segment's lock (segments.c), and
+ * its first part's segment, under that segment's lock (seg_span.c), and
  * the first part stands for it in a recount (stats.c).
  */
 #define RL_PART_TAG   (RL_GROWTH_TAG | 2u) /* a part other than the first */
@@ -141,8 +141,33 @@ static inline bool is_async(const struct range_lock *lock)
 static inline bool is_part(const struct range_lock *lock)
 {
 	/* (a queued part of an asynchronous spanning request has
-	 * RL_ASYNC_TAG too: segments.c) */
+	 * RL_ASYNC_TAG too: seg_async.c) */
 	return ((lock->owner_tid & ~RL_ASYNC_TAG) | 1u) == RL_PART_FIRST;
+}
+
+/*
+ * The plain tree's two upward calls, for a spanning request's FIRST part
+ * only (the code tests RL_PART_FIRST before it calls them, so a tree
+ * without parts never does): hooks the segment layer installs
+ * (seg_span.c's rl_span_part_ops, stored by range_lock_tree_set_segments()
+ * before any part can exist, with a relaxed store: whoever meets a part
+ * is ordered after the set_segments() of its tree).  Both under the
+ * part's segment lock.
+ *   counted: what the spanning request counted itself as in the
+ *       statistics (SPAN_*), for a recount (stats.c).
+ *   withdrawn: the waiting code withdrew the part (a give-up, waiting.c;
+ *       @why: -EINTR, -ETIMEDOUT, or -ECANCELED for a cancellation).
+ */
+enum { SPAN_OUT, SPAN_WAITING, SPAN_HELD };
+struct rl_part_ops {
+	int (*counted)(const struct range_lock *first);
+	void (*withdrawn)(struct range_lock_tree *t0, struct range_lock *first, int why);
+};
+RL_HIDDEN extern const struct rl_part_ops *rl_part_ops;
+
+static inline const struct rl_part_ops *part_ops(void)
+{
+	return __atomic_load_n(&rl_part_ops, __ATOMIC_RELAXED);
 }
 
 
@@ -158,6 +183,32 @@ RL_HIDDEN extern _Thread_local struct rl_async_queue rl_async_queue
 	__attribute__((tls_model("initial-exec")));
 /* Run the queued completions, in grant order (unless one runs already). */
 RL_HIDDEN void rl_async_run(void);
+
+/*
+ * A call that releases several requests one tree lock at a time (a set's
+ * unlock on a tree with segments, or with a member held fast) holds this
+ * thread's completions back until every member is released, as one hold
+ * of the tree lock does: rl_async_hold() before the first release (false
+ * if a completion runs already: the queue runs after it anyway), then
+ * rl_async_release() with what it returned.
+ */
+static inline bool rl_async_hold(void)
+{
+	if (rl_async_queue.running)
+		return false;
+	rl_async_queue.running = true;
+	return true;
+}
+
+static inline void rl_async_release(bool held)
+{
+	if (!held)
+		return;
+	rl_async_queue.running = false;
+	if (rl_async_queue.head)
+		rl_async_run();
+}
+
 /* A lock call is about to make its thread wait: abort if a completion is
  * running on it (async.c says why). */
 RL_HIDDEN void rl_async_check_may_wait(const char *call, const struct range_lock *lock);
@@ -312,7 +363,10 @@ RL_HIDDEN void rl_remove_request(struct range_lock_tree *tree, struct range_lock
  * of them are held at once; @try: enter only then. */
 RL_HIDDEN bool rl_enter_many(struct range_lock_tree *tree, const struct range_lock_item *items,
 			     unsigned n, bool try, bool mark);
-/* A held request moves to another struct, keeping its place (segments.c). */
+/* range_downgrade_write() on a tree without segments (protocol.c). */
+RL_HIDDEN void rl_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock);
+/* A held request moves to another struct, keeping its place (segments.c,
+ * seg_sets.c, seg_grow.c). */
 RL_HIDDEN void rl_move_request(struct range_lock_tree *tree, struct range_lock *from,
 			       struct range_lock *to);
 /* A held request keeps only [start, last] of its range (a sub-range). */

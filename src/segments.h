@@ -218,14 +218,6 @@ RL_HIDDEN void rl_seg_dump(struct range_lock_tree *tree, void *out);
 RL_HIDDEN int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *storage);
 RL_HIDDEN int rl_seg_get_stats(struct range_lock_tree *tree, struct range_lock_stats *out);
 RL_HIDDEN void rl_seg_reset_stats(struct range_lock_tree *tree);
-/* What the spanning request whose first part is @first counted itself as
- * (its segment's lock held): SPAN_WAITING, SPAN_HELD or SPAN_OUT. */
-enum { SPAN_OUT, SPAN_WAITING, SPAN_HELD };
-RL_HIDDEN int rl_span_counted(const struct range_lock *first);
-/* The waiting code withdrew @first, a spanning request's first part, from
- * its segment @t0 (its lock held): the request gave up (@why: -EINTR,
- * -ETIMEDOUT, or -ECANCELED for a cancellation). */
-RL_HIDDEN void rl_span_withdrawn(struct range_lock_tree *t0, struct range_lock *first, int why);
 /* The checking mode's name of a tree: a segment's is its user's tree. */
 RL_HIDDEN const struct range_lock_tree *rl_seg_user_tree(const struct range_lock_tree *tree);
 /* Sets on a segmented tree (sets.c dispatches here, once check_items()

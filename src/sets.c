@@ -224,7 +224,7 @@ static int file_acquire_many(const char *call, struct range_lock_tree *tree,
 }
 
 /* A set on a tree with segments: all in one segment, a set of its tree;
- * else one arrival across segments (segments.c). */
+ * else one arrival across segments (seg_sets.c). */
 static __attribute__((noinline)) int
 lock_many_segments(const char *call, struct range_lock_tree *tree,
 		   const struct range_lock_item *items, unsigned n, struct waiter *w,
@@ -343,12 +343,16 @@ static void unlock_many_local(struct range_lock_tree *tree,
 		if (!items[i].lock)
 			rl_die("range_unlock_many", NULL, "NULL request in the set");
 		if (items[i].lock->owner_tid & RL_SLOT_TAG) {
+			/* every member released before any completion runs */
+			bool held = rl_async_hold();
+
 			for (unsigned j = 0; j < n; j++) {
 				bool reader = items[j].mode == RANGE_LOCK_READ;
 
 				unlock_common(reader ? "range_read_unlock" : "range_write_unlock",
 					      tree, items[j].lock, reader);
 			}
+			rl_async_release(held);
 			return;
 		}
 	}

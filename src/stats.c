@@ -23,7 +23,8 @@
 
 /* Under tree_lock: recount held_now and waiting_now from the tree.  A
  * request that spans segments counts once, by its first part, as what it
- * last counted itself (rl_span_counted(): that part's segment is locked). */
+ * last counted itself (part_ops()->counted(), protocol.h: that part's
+ * segment is locked). */
 void rl_stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
 {
 	uint64_t held = 0, waiting = 0;
@@ -32,7 +33,7 @@ void rl_stats_recount(struct range_lock_tree *tree, struct range_lock_stats *st)
 	for (n = tree->leftmost; n; n = rl_itree_next_inorder(n)) {
 		if (is_part(n)) {
 			if ((n->owner_tid & ~RL_ASYNC_TAG) == RL_PART_FIRST) {
-				int c = rl_span_counted(n);
+				int c = part_ops()->counted(n);
 
 				held += c == SPAN_HELD;
 				waiting += c == SPAN_WAITING;

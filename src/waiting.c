@@ -216,8 +216,8 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 		stat_give_up(st, why);
 	}
 	if (__builtin_expect(lock->owner_tid == RL_PART_FIRST, 0)) /* it counts */
-		rl_span_withdrawn(tree, lock, why == GIVE_UP_SIGNAL ? -EINTR :
-					      why == GIVE_UP_TIMEOUT ? -ETIMEDOUT : -ECANCELED);
+		part_ops()->withdrawn(tree, lock, why == GIVE_UP_SIGNAL ? -EINTR :
+					  why == GIVE_UP_TIMEOUT ? -ETIMEDOUT : -ECANCELED);
 	rl_remove_request(tree, lock, &wl);
 	tree_unlock(tree);
 	wake_list_flush(&wl);
@@ -462,7 +462,7 @@ static int wait_loop_killable(struct waiter *w)
 int rl_wait_for_grant(struct waiter *w)
 {
 	/* A part of a spanning request counts nothing: the request times
-	 * its whole wait (segments.c); nor does a segmented tree's growth. */
+	 * its whole wait (seg_span.c); nor does a segmented tree's growth. */
 	struct range_lock_stats *st = is_part(w->lock) || is_growth(w->lock) ? NULL
 									   : stats_of(w->tree);
 	int r;

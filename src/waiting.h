@@ -55,7 +55,7 @@ struct waiter {
 	struct growth *growth;
 	/* Set by a give-up that found the request granted and kept it
 	 * (-EINTR or -ETIMEDOUT; the call returned 0): read only by a
-	 * spanning request (segments.c), which clears it before each wait. */
+	 * spanning request (seg_span.c), which clears it before each wait. */
 	int kept_after;
 };
 
@@ -129,7 +129,7 @@ RL_HIDDEN int rl_wait_for_grants(struct waiter *w);
 extern void (*rl_test_give_up_hook)(void) RL_HIDDEN;
 #define RL_TEST_GIVE_UP_HOOK() do { if (rl_test_give_up_hook) rl_test_give_up_hook(); } while (0)
 /* ... and on a spanning request's thread once its entry has dropped the
- * segments' locks with parts waiting (segments.c): where a test grants
+ * segments' locks with parts waiting (seg_span.c): where a test grants
  * them, so that an asynchronous request's completion runs and frees its
  * parts before the entry returns. */
 extern void (*rl_test_span_entered_hook)(void) RL_HIDDEN;

@@ -390,10 +390,11 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
  * range_lock_tree_init() - initialise a tree: no requests, statistics off.
  * @tree: the tree; it must not be in use.
  *
- * It writes every field without looking at them, and frees nothing: on a
- * tree with segments (range_lock_tree_set_segments()) or bound to a file
- * (range_lock_tree_set_file()), call range_lock_tree_destroy() first, or
- * the segments' memory (and the tree's count on the file) is lost.
+ * It reads nothing of @tree (which may be fresh memory), so it cannot tell
+ * a tree that still has what range_lock_tree_set_segments() or
+ * range_lock_tree_set_file() allocated: call
+ * range_lock_tree_destroy() first, or that memory (a segmented tree's
+ * segment array, a bound tree's file state) is lost.
  *
  * Since: 0.1
  */
@@ -1011,6 +1012,12 @@ RANGELOCK_API int range_lock_many_try(struct range_lock_tree *tree,
 /**
  * range_unlock_many() - unlock @n held requests of @tree, each by its mode
  * (any held requests: of one set or not).  Aborts as the unlock calls do.
+ *
+ * Every member is released before any completion of an asynchronous
+ * request that the releases grant runs (on the calling thread, before the
+ * call returns; inside a completion, after that completion returns): a
+ * completion never runs while a member of the call is still held, on
+ * every tree, with segments or without.
  *
  * Since: 0.3
  */

@@ -46,7 +46,7 @@
  * add_blocker(r, g)    S3  an overtaker / a growth: one blocker more
  * remove_part(r, g)    S4  a part leaves g: release walk in g only
  * unlock:              S4  parts leave one segment at a time, ascending
- * giveup:              S6  as the code (segments.c): the part waited for
+ * giveup:              S6  as the code (seg_span.c): the part waited for
  *                      (the lowest not granted) under its lock: kept if
  *                      granted meanwhile, else withdrawn; then EVERY other
  *                      part leaves, one segment lock at a time, ascending
@@ -830,11 +830,11 @@ swait:	/* wait for the word */
 		goto swait
 #ifdef CFG_ASYNC
 	:: kind == K_TIMED && hi > lo ->	/* an asynchronous request's cancel */
-		/* As seg_async_cancel() (segments.c): one CAS decides between
+		/* As seg_async_cancel() (seg_async.c): one CAS decides between
 		 * the cancel and the completion of the last part -- so both
 		 * are enabled once every part is granted (the option above and
 		 * this one) -- then EVERY part leaves, granted or queued, one
-		 * segment lock at a time, ascending (span_leave()). */
+		 * segment lock at a time, ascending (rl_span_leave()). */
 		k = lo;
 		do
 		:: k <= hi && pin[P(t, k)] ->
@@ -863,7 +863,7 @@ swait:	/* wait for the word */
 		goto done
 #else
 	:: kind == K_TIMED && !HELD(t) && hi > lo ->	/* S6: a spanning give-up */
-		/* As the code does it (segments.c): the part it waits for --
+		/* As the code does it (seg_span.c): the part it waits for --
 		 * the lowest not yet granted -- gives up under its segment's
 		 * lock, and is kept if granted meanwhile (it then waits on);
 		 * else every other part leaves, one segment at a time,

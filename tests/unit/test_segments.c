@@ -2678,6 +2678,103 @@ static void expect_abort(void (*fn)(void), const char *msg)
 		fail_msg("expected \"%s\" in: %s", msg, res.out);
 }
 
+/*
+ * A spanning asynchronous request still queued is not held: every call
+ * that takes a held request aborts on it, as on a plain tree ("request is
+ * still waiting, not held").  Set-up: 4 segments of 16-unit stripes; this
+ * thread write-holds @held; [0, 31] (two parts) queued behind it.
+ */
+static struct async_rec misuse_async;
+
+static void queue_span_behind(uint64_t held)
+{
+	seg_tree(&misuse_tree, 4, 4, false);
+	range_lock_init(&misuse_req, held, held);
+	range_write_lock(&misuse_tree, &misuse_req);
+	async_rec_init(&misuse_async, &misuse_tree, 0, 31, false, false);
+	if (async_submit(&misuse_async) != -EINPROGRESS)
+		_exit(6); /* not queued: the set-up failed */
+}
+
+static void queued_span_unlock(void)
+{
+	queue_span_behind(0);
+	range_write_unlock(&misuse_tree, &misuse_async.a.lock);
+}
+
+static void queued_span_shrink(void)
+{
+	queue_span_behind(0);
+	(void)range_lock_shrink(&misuse_tree, &misuse_async.a.lock, 0, 15);
+}
+
+/* Its first part granted, its second queued: nothing may be downgraded. */
+static void queued_span_downgrade(void)
+{
+	queue_span_behind(16);
+	range_downgrade_write(&misuse_tree, &misuse_async.a.lock);
+}
+
+static void queued_span_grow(void)
+{
+	queue_span_behind(0);
+	(void)range_lock_grow(&misuse_tree, &misuse_async.a.lock, 0, 47);
+}
+
+static void queued_span_unlock_many(void)
+{
+	struct range_lock_item item = { &misuse_async.a.lock, RANGE_LOCK_WRITE };
+
+	queue_span_behind(0);
+	range_unlock_many(&misuse_tree, &item, 1);
+}
+
+/* Before the fix the unlock returned; a later cancel used the freed span
+ * and the shrink left two writers on unit 0.  The child reports that. */
+static void test_queued_span_not_held(void **state)
+{
+	(void)state;
+	expect_abort(queued_span_unlock, "still waiting, not held");
+	expect_abort(queued_span_shrink, "still waiting, not held");
+	expect_abort(queued_span_downgrade, "still waiting, not held");
+	expect_abort(queued_span_grow, "not held yet");
+	expect_abort(queued_span_unlock_many, "still waiting, not held");
+}
+
+/* The downgrade checks the whole request before it changes a part: a
+ * queued span whose first part is granted keeps that part a writer (a
+ * reader of its units still waits) when the call aborts.  The child
+ * downgrades with a SIGABRT handler that probes the first part's units
+ * and reports by its exit status. */
+static void probe_after_abort(int sig)
+{
+	struct range_lock probe;
+
+	(void)sig;
+	range_lock_init(&probe, 5, 5);
+	_exit(range_read_trylock(&misuse_tree, &probe) ? 3 : 4);
+}
+
+static void queued_span_downgrade_probe(void)
+{
+	queue_span_behind(16);
+	signal(SIGABRT, probe_after_abort);
+	range_downgrade_write(&misuse_tree, &misuse_async.a.lock);
+	_exit(5);
+}
+
+static void test_queued_span_downgrade_changes_nothing(void **state)
+{
+	struct child_result res;
+
+	(void)state;
+	run_child(queued_span_downgrade_probe, &res);
+	assert_true(WIFEXITED(res.status));
+	/* 4: the first part is still a writer; 3: it was downgraded */
+	assert_int_equal(WEXITSTATUS(res.status), 4);
+}
+
+
 /* ---- bound to a file ---------------------------------------------------- */
 
 /* The OFD lock another description of the file would meet on [a, b]. */
@@ -3133,6 +3230,58 @@ static void test_bound_mode_reads(void **state)
 	close(fd);
 }
 
+/*
+ * range_unlock_many() releases every member before any completion runs
+ * (as one hold of a plain tree's lock does): a completion granted by the
+ * release of the first member finds the second member's range free.
+ * @first: the first member's range (within one stripe, or spanning).
+ */
+static struct range_lock_tree um_tree;
+static atomic_int um_member_held, um_calls;
+
+static void um_done(struct range_lock_async *req, int status)
+{
+	struct range_lock probe;
+
+	(void)status;
+	range_lock_init(&probe, 40, 40); /* the second member's unit */
+	if (range_write_trylock(&um_tree, &probe))
+		range_write_unlock(&um_tree, &probe);
+	else
+		atomic_fetch_add(&um_member_held, 1);
+	range_write_unlock(&um_tree, &req->lock);
+	atomic_fetch_add(&um_calls, 1);
+}
+
+static void unlock_many_then_completion(uint64_t first_last, bool fifo)
+{
+	struct range_lock x, y;
+	struct range_lock_item items[2] = { { &x, RANGE_LOCK_WRITE }, { &y, RANGE_LOCK_WRITE } };
+	struct range_lock_async q;
+
+	seg_tree(&um_tree, 4, 4, fifo);
+	atomic_store(&um_member_held, 0);
+	atomic_store(&um_calls, 0);
+	range_lock_init(&x, 0, first_last);
+	range_lock_init(&y, 40, 40);
+	range_lock_many(&um_tree, items, 2);
+	assert_int_equal(range_lock_async_init(&q, 0, 0, um_done, NULL), 0);
+	assert_int_equal(range_write_lock_async(&um_tree, &q), -EINPROGRESS);
+	range_unlock_many(&um_tree, items, 2);
+	assert_int_equal(atomic_load(&um_calls), 1);
+	assert_int_equal(atomic_load(&um_member_held), 0);
+	assert_int_equal(range_lock_tree_destroy(&um_tree), 0);
+}
+
+static void test_unlock_many_completions_after(void **state)
+{
+	(void)state;
+	unlock_many_then_completion(0, false);  /* members within one stripe */
+	unlock_many_then_completion(31, false); /* the first one spanning */
+	unlock_many_then_completion(0, true);
+	unlock_many_then_completion(31, true);
+}
+
 static void test_misuse_aborts(void **state)
 {
 	(void)state;
@@ -3191,6 +3340,9 @@ int main(void)
 		cmocka_unit_test(test_bound_file),
 		cmocka_unit_test(test_bound_mode_reads),
 		cmocka_unit_test(test_misuse_aborts),
+		cmocka_unit_test(test_queued_span_not_held),
+		cmocka_unit_test(test_unlock_many_completions_after),
+		cmocka_unit_test(test_queued_span_downgrade_changes_nothing),
 #endif
 	};
 
