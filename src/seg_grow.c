@@ -83,9 +83,11 @@ struct grow_wait {
 	struct seg_growth *gs;
 	unsigned n;                /* segments of the new range */
 	bool reader;
-	unsigned skip_k, skip_j;   /* the piece the waiting code withdrew */
-	int why;
-	struct span *to;           /* the new span, if any (freed on cancel) */
+	/* Volatile: changed after pthread_cleanup_push()'s setjmp, read by the
+	 * cancellation handlers (struct set_wait in seg_sets.c says why). */
+	volatile unsigned skip_k, skip_j; /* the piece the waiting code withdrew */
+	volatile int why;
+	struct span *volatile to;  /* the new span, if any (freed on cancel) */
 };
 
 #define grow_foreach_piece(segs, nsegs, k, j) \

@@ -44,8 +44,13 @@ struct set_wait {
 	struct span **sp;
 	const struct range_lock_item *items;
 	unsigned n;
-	unsigned skip_m, skip_p; /* the part the waiting code withdrew */
-	int why;                 /* -EINTR, -ETIMEDOUT; -ECANCELED */
+	/* Volatile: written after pthread_cleanup_push()'s setjmp and read by
+	 * the cancellation handler after the unwinding's longjmp (C11
+	 * 7.13.2.1: a plain local changed in between is indeterminate there;
+	 * clang -O2 kept these stores in registers and the handler left a
+	 * granted part in its tree). */
+	volatile unsigned skip_m, skip_p; /* the part the waiting code withdrew */
+	volatile int why;                 /* -EINTR, -ETIMEDOUT; -ECANCELED */
 	uint64_t start_ns;       /* the set's wait, if statistics time it */
 };
 

@@ -133,8 +133,10 @@ bool rl_span_leave(struct range_lock_tree *t, struct span *sp, struct range_lock
 
 struct span_wait {
 	struct span *sp;
-	unsigned skip; /* the part the waiting code withdrew */
-	int why;       /* -EINTR, -ETIMEDOUT; -ECANCELED: cancellation */
+	/* Volatile: changed after pthread_cleanup_push()'s setjmp, read by the
+	 * cancellation handler (struct set_wait in seg_sets.c says why). */
+	volatile unsigned skip; /* the part the waiting code withdrew */
+	volatile int why;       /* -EINTR, -ETIMEDOUT; -ECANCELED: cancellation */
 };
 
 /* After the part being waited for gave up: every other part leaves. */
