@@ -529,7 +529,12 @@ struct attempt {
 	bool reader;
 	void (*on_cancel)(void *); /* then: the caller's local unlock */
 	void *arg;
-	bool in;                   /* admitted: counted in the bookkeeping */
+	/* Volatile: set after a killable wait's pthread_cleanup_push() (its
+	 * setjmp) and read by withdraw_on_cancel() after the unwinding's
+	 * longjmp, where a plain local changed in between is indeterminate
+	 * (C11 7.13.2.1; the same fault left a cancelled set's part behind
+	 * in clang builds, seg_sets.c). */
+	volatile bool in;          /* admitted: counted in the bookkeeping */
 };
 
 static void check_usable(struct range_lock_file *f, const char *what,
