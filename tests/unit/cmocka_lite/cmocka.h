@@ -106,6 +106,11 @@ static inline __attribute__((noreturn)) void cmocka_lite_skip(const char *file, 
 #define assert_int_equal(a, b) \
 	do { uintmax_t a_ = (uintmax_t)(a), b_ = (uintmax_t)(b); \
 	     if (a_ != b_) fail_msg("%" PRIuMAX " != %" PRIuMAX, a_, b_); } while (0)
+#define assert_in_range(v, lo, hi) \
+	do { uintmax_t v_ = (uintmax_t)(v), lo_ = (uintmax_t)(lo), hi_ = (uintmax_t)(hi); \
+	     if (v_ < lo_ || v_ > hi_) \
+		     fail_msg("%" PRIuMAX " is not within [%" PRIuMAX ", %" PRIuMAX "]", \
+			      v_, lo_, hi_); } while (0)
 #define assert_string_equal(a, b) \
 	do { const char *a_ = (a), *b_ = (b); \
 	     if (strcmp(a_, b_)) fail_msg("\"%s\" != \"%s\"", a_, b_); } while (0)
