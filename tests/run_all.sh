@@ -4,8 +4,10 @@
 # library with its quick unit tests, then unit tests and the torture under
 # ThreadSanitizer and AddressSanitizer+UBSan, a clang -Werror build, the
 # forced POSIX backend, i386 (both _TIME_BITS), aarch64 and s390x under
-# qemu-user, and musl.  About 22-25 minutes on a 2-CPU machine (the
-# last CI run: 23 minutes, 1-2 of them installing packages).
+# qemu-user, and musl.  About 21-35 minutes on a 2-CPU machine: 21 where
+# i386 runs natively, 35 on an AMD EPYC VM without ia32 emulation (i386
+# under qemu-i386) with other work beside it; CI adds 1-2 minutes of
+# package installation.
 #
 # Every stage runs, even after one fails; a summary line per stage and a
 # total follow, and the exit status is non-zero if any stage failed.  The
