@@ -192,7 +192,8 @@ int range_lock_async_cancel(struct range_lock_tree *tree, struct range_lock_asyn
 		rl_die("range_lock_async_cancel", &req->lock,
 		       req->tree_ ? "request was submitted to another tree"
 				  : "request was not submitted asynchronously (or was withdrawn)");
-	if (__builtin_expect(tree_is_segmented(tree), 0))
+	/* A queued request pins its tree's mode (the gate, seg_gate.c). */
+	if (__builtin_expect(tree_is_segmented(tree), 0) && rl_gate_segments(tree))
 		return rl_seg_async_cancel(tree, req);
 	return rl_async_cancel_in(tree, req);
 }
@@ -224,6 +225,8 @@ lock_async_local(const char *call, struct range_lock_tree *tree,
 	waiter_init(&w, WAIT_ASYNC, CLOCK_MONOTONIC, NULL);
 	r = enter(call, tree, lock, reader, &w);
 	req->tree_ = top; /* submitted: range_lock_async_cancel() accepts it */
+	if (r == ENTER_REFUSED)
+		return RL_GATE_REFUSED; /* seg_gate.c */
 	if (r != ENTER_TREE)
 		return 0; /* held through the word or a slot */
 	if (reader)
@@ -306,7 +309,8 @@ static int rl_async_file_grant(struct range_lock_async *req)
 	 * tree it is a node of rewrites (keeping the bit): read under that
 	 * tree's lock -- its segment's, on a tree with segments, where a
 	 * queued request lies within one stripe. */
-	t = is_segments(file_of(tree)) ? rl_seg_one(file_of(tree), lock) : tree;
+	t = is_segments(file_of(tree)) && rl_gate_segments(tree)
+		? rl_seg_one(file_of(tree), lock) : tree;
 	tree_lock(t);
 	reader = is_reader(lock);
 	tree_unlock(t);

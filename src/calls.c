@@ -24,8 +24,8 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	int r;
 
 	r = enter(call, tree, lock, reader, w);
-	if (r != ENTER_TREE)
-		return r == ENTER_HELD ? 0 : r; /* held through the word, or gave up */
+	if (r != ENTER_TREE) /* held through the word, or gave up, or refused */
+		return r == ENTER_HELD ? 0 : r == ENTER_REFUSED ? RL_GATE_REFUSED : r;
 	if (reader)
 		rl_maybe_bias(tree);
 	else
@@ -125,10 +125,15 @@ lock_two_levels_f(const char *call, struct range_lock_tree *tree,
 		if (is_segments(f)) { /* a tree with segments (segments.c) */
 			struct range_lock_tree *t = rl_seg_one(f, lock);
 
+			/* Within one stripe: that segment's tree, unless the
+			 * gate refuses it there (seg_gate.c). */
 			if (is_unbound_segments(f)) {
-				if (t) /* within one stripe: that segment's tree */
-					return rl_lock_in(call, t, lock, reader, w,
-							  subclass, CHECKS_SITE(site));
+				if (t) {
+					r = rl_lock_in(call, t, lock, reader, w, subclass,
+						       CHECKS_SITE(site));
+					if (__builtin_expect(r != RL_GATE_REFUSED, 1))
+						return r;
+				}
 				return rl_seg_lock(call, tree, lock, reader, w, subclass,
 						   CHECKS_SITE(site));
 			}
@@ -137,8 +142,10 @@ lock_two_levels_f(const char *call, struct range_lock_tree *tree,
 				return -EINVAL;
 			r = t ? rl_lock_in(call, t, lock, reader, w, subclass,
 					   CHECKS_SITE(site))
-			      : rl_seg_lock(call, tree, lock, reader, w, subclass,
-					    CHECKS_SITE(site));
+			      : RL_GATE_REFUSED;
+			if (r == RL_GATE_REFUSED)
+				r = rl_seg_lock(call, tree, lock, reader, w, subclass,
+						CHECKS_SITE(site));
 			if (r == 0)
 				r = rl_file_acquire(call, tree, lock, reader, w,
 						    kinds[w->kind]);
@@ -171,12 +178,15 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
  */
 #define DEFINE_SEG_ONE_CALLS(mode, reader)                                       \
 	__attribute__((noinline)) static void                                     \
-	seg_##mode##_lock(struct range_lock_tree *t, struct range_lock *lock,     \
-			  void *site)                                             \
+	seg_##mode##_lock(struct range_lock_tree *tree, struct range_lock_tree *t, \
+			  struct range_lock *lock, void *site)                    \
 	{                                                                        \
 		struct waiter w;                                                \
 		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
-		lock_common("range_" #mode "_lock", t, lock, reader, &w, 0, site); \
+		if (lock_common("range_" #mode "_lock", t, lock, reader, &w, 0,  \
+				site) == RL_GATE_REFUSED) /* seg_gate.c */      \
+			rl_seg_lock("range_" #mode "_lock", tree, lock, reader, \
+				    &w, 0, site);                                \
 	}
 
 DEFINE_SEG_ONE_CALLS(read, true)
@@ -190,7 +200,7 @@ DEFINE_SEG_ONE_CALLS(write, false)
 		struct range_lock_tree *t = seg_one_first(f, lock);             \
 		struct waiter w;                                                \
 		if (t) {                                                         \
-			seg_##mode##_lock(t, lock, CHECKS_SITE(CALLER));         \
+			seg_##mode##_lock(tree, t, lock, CHECKS_SITE(CALLER));   \
 			return;                                                  \
 		}                                                                \
 		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
@@ -337,8 +347,8 @@ static inline __attribute__((always_inline)) int trylock_common(const char *call
 
 	int r = enter(call, tree, lock, reader, NULL);
 
-	if (r != ENTER_TREE)
-		return r == ENTER_HELD; /* fast held, or busy in word mode */
+	if (r != ENTER_TREE) /* fast held, or busy in word mode, or refused */
+		return r == ENTER_REFUSED ? RL_GATE_REFUSED : r == ENTER_HELD;
 	struct entry_scan scan;
 
 	if (reader)
@@ -381,18 +391,18 @@ trylock_two_levels(const char *call, struct range_lock_tree *tree,
 			struct range_lock_tree *t = rl_seg_one(f, lock);
 			int r;
 
-			if (is_unbound_segments(f)) {
-				if (t) /* within one stripe: that segment's tree */
-					return rl_trylock_in(call, t, lock, reader,
-							     CHECKS_SITE(site));
-				return rl_seg_lock(call, tree, lock, reader, NULL, 0,
-						   CHECKS_SITE(site));
-			}
 			/* bound: the local level in the segments, then the file */
-			file_range_bad(call, tree, lock, false);
+			if (!is_unbound_segments(f))
+				file_range_bad(call, tree, lock, false);
+			/* within one stripe: that segment's tree, unless the
+			 * gate refuses it there (seg_gate.c) */
 			r = t ? rl_trylock_in(call, t, lock, reader, CHECKS_SITE(site))
-			      : rl_seg_lock(call, tree, lock, reader, NULL, 0,
-					    CHECKS_SITE(site));
+			      : RL_GATE_REFUSED;
+			if (r == RL_GATE_REFUSED)
+				r = rl_seg_lock(call, tree, lock, reader, NULL, 0,
+						CHECKS_SITE(site));
+			if (is_unbound_segments(f))
+				return r;
 			if (r == 1 &&
 			    rl_file_acquire(call, tree, lock, reader, NULL, RL_FILE_TRY))
 				return 0; /* and unlocked locally */
@@ -493,7 +503,7 @@ void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 void range_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
 {
 	check_args("range_downgrade_write", tree, lock);
-	if (__builtin_expect(tree_is_segmented(tree), 0)) {
+	if (__builtin_expect(tree_is_segmented(tree), 0) && rl_gate_segments(tree)) {
 		rl_seg_downgrade(tree, lock);
 		return;
 	}

@@ -84,7 +84,7 @@ static inline void set_word_tree(struct range_lock *lock, struct range_lock_tree
 }
 
 /* enter()'s results, besides -ETIMEDOUT and -EINVAL from a timed word wait. */
-enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY };
+enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY, ENTER_REFUSED };
 
 /*
  * The start of every lock call: check the arguments, try the fast path,
@@ -164,7 +164,12 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 	}
 	lock->rb_parent_flags = reader ? RL_READER : 0;
 
-	tree_lock(tree);
+	if (__builtin_expect(!tree_lock_entering_how(tree, w ? TL_ACQ_ENTER : TL_ACQ_TRY), 0)) {
+		/* The gate of a tree with segments sends it elsewhere
+		 * (seg_gate.c): nothing entered. */
+		lock->rb_parent_flags = 0;
+		return ENTER_REFUSED;
+	}
 	if (is_linked(lock)) { /* it was fast held: materialised just now */
 		tree_unlock(tree);
 		rl_die(call, lock, ALREADY_IN_TREE);
@@ -361,7 +366,9 @@ static inline bool file_release(const char *call, struct range_lock_tree *tree,
 		if (is_unbound_segments(f)) {
 			struct range_lock_tree *t = rl_seg_one(f, lock);
 
-			if (t) /* within one stripe: that segment's tree */
+			/* within one stripe: that segment's tree, unless the
+			 * tree runs as a plain tree (the gate, seg_gate.c) */
+			if (t && rl_gate_segments(tree))
 				rl_unlock_in(call, t, lock, reader);
 			else
 				rl_seg_unlock(call, tree, lock, reader);

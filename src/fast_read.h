@@ -89,6 +89,7 @@
 #define RL_TREE_BIASED      4u	/* fast reads allowed now */
 /* (bits 4..12: a segment's index + 1, segments.c) */
 #define RL_TREE_NO_BIAS     (1u << 13) /* a segment of a bound tree: never */
+#define RL_TREE_CLOSING     (1u << 14) /* a segment the gate closes (seg_gate.c) */
 #define RL_TREE_DELAY_SHIFT 16	/* bits 16..31: slow reads left before biasing */
 #define RL_TREE_DELAY_ONE   (1u << RL_TREE_DELAY_SHIFT)
 

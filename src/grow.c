@@ -35,14 +35,14 @@ int range_lock_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 	bool reader;
 
 	check_args("range_lock_shrink", tree, lock);
-	if (tree_is_segmented(tree))
+	if (tree_is_segmented(tree) && rl_gate_segments(tree))
 		return rl_seg_shrink(tree, lock, start, last);
 	wl.n = 0;
 	tree_lock(tree);
 	reader = held_in_tree("range_lock_shrink", tree, lock);
 	a = lock->start;
 	b = lock->last;
-	f = file_of(tree);
+	f = rl_bound_file(file_of(tree)); /* (a tree with segments run plain) */
 	if (start > last || start < a || last > b ||
 	    (f && !rl_file_range_ok(start, last))) {
 		tree_unlock(tree);
@@ -79,7 +79,7 @@ static void shrink_back(struct grow_hold *h)
 {
 	struct wake_list wl;
 
-	if (tree_is_segmented(h->tree)) {
+	if (tree_is_segmented(h->tree) && rl_gate_segments(h->tree)) {
 		(void)rl_seg_shrink_local(h->tree, h->lock, h->start, h->last);
 		return;
 	}
@@ -148,7 +148,7 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 
 	(void)site;
 	check_args(call, tree, lock);
-	if (tree_is_segmented(tree)) {
+	if (tree_is_segmented(tree) && rl_gate_segments(tree)) {
 		struct range_lock_file *f = rl_bound_file(file_of(tree));
 
 		a = lock->start; /* (only its owner changes them) */
@@ -167,7 +167,7 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 	a = lock->start;
 	b = lock->last;
 	if (start > a || last < b ||
-	    (file_of(tree) && !rl_file_range_ok(start, last))) {
+	    (rl_bound_file(file_of(tree)) && !rl_file_range_ok(start, last))) {
 		tree_unlock(tree);
 		return -EINVAL;
 	}
@@ -240,7 +240,7 @@ static int grow_common(const char *call, struct range_lock_tree *tree,
 	rl_check_resized(tree, lock);
 	tree_unlock(tree);
 	wake_list_flush(&wl);
-	if (__builtin_expect(file_of(tree) != NULL, 0))
+	if (__builtin_expect(rl_bound_file(file_of(tree)) != NULL, 0))
 		r = file_grow(tree, lock, a, b, reader, w, w ? kinds[w->kind] : RL_FILE_TRY);
 	return r;
 }

@@ -830,8 +830,12 @@ void rl_maybe_bias(struct range_lock_tree *tree)
 {
 	uint32_t f = tree_flags(tree);
 
-	if ((f & (RL_TREE_BIASED | RANGE_LOCK_TREE_FLAG_NO_FAST_READ | RL_TREE_NO_BIAS)) ||
-	    tree->nr_writers || tree->stats || tree->file || !fast_path_allowed(tree))
+	/* Never a closing segment (the gate, seg_gate.c), nor a bound tree;
+	 * a tree with segments running as a plain tree reads fast as any. */
+	if ((f & (RL_TREE_BIASED | RANGE_LOCK_TREE_FLAG_NO_FAST_READ | RL_TREE_NO_BIAS |
+		  RL_TREE_CLOSING)) ||
+	    tree->nr_writers || tree->stats ||
+	    (tree->file && !is_unbound_segments(tree->file)) || !fast_path_allowed(tree))
 		return;
 	if (f >= RL_TREE_DELAY_ONE) {
 		tree_flags_store(tree, f - RL_TREE_DELAY_ONE);
@@ -859,8 +863,8 @@ void rl_downgrade_write(struct range_lock_tree *tree, struct range_lock *lock)
 	 * revoker (fast_read.h). */
 	if (lock->owner_tid & RL_SLOT_TAG)
 		rl_die("range_downgrade_write", lock, "range is held for reading, not writing");
-	if (file_of(tree)) /* the OFD lock converts first (never waits) */
-		rl_file_downgrade(file_of(tree), lock->start, lock->last);
+	if (rl_bound_file(file_of(tree))) /* the OFD lock converts first (never waits) */
+		rl_file_downgrade(rl_bound_file(file_of(tree)), lock->start, lock->last);
 	wl.n = 0;
 	tree_lock(tree);
 	check_held("range_downgrade_write", tree, lock, false);

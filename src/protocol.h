@@ -394,25 +394,42 @@ RL_HIDDEN void rl_maybe_bias(struct range_lock_tree *tree);
 
 /* ---- tree_lock: the internal lock of a tree (tree_lock.h) -------------- */
 
+/*
+ * What the entering paths (lock, trylock, asynchronous submission, sets)
+ * return when the gate of a tree with segments refuses them the tree they
+ * tried, the user's tree or a segment's (tree_lock_entering()): nothing
+ * was entered; the caller goes back to the gate (rl_gate_lock() & co.).
+ * Never returned on a tree without segments, nor by a public call.
+ */
+#define RL_GATE_REFUSED 0x4000
+
+/* The gate (seg_gate.c): a closing segment that a release left empty
+ * closes; the last one wakes the drainer.  Called for tree_unlock(). */
+RL_HIDDEN void rl_gate_segment_drained(struct range_lock_tree *tree);
+
 static inline void tree_unlock(struct range_lock_tree *tree)
 {
+	bool nonempty = true;
+
 	rl_check_tree(tree);
-	/* While fast reads are allowed the word is never 0, so that no lone
-	 * writer takes the tree through the lock word past fast readers. */
-	tree_lock_release(tree_lock_word(tree),
-			  tree->root != NULL || (tree_flags(tree) & RL_TREE_BIASED));
+	if (tree->root == NULL) {
+		uint32_t f = tree_flags(tree);
+
+		if (__builtin_expect(f & RL_TREE_CLOSING, 0)) {
+			rl_gate_segment_drained(tree); /* releases the lock */
+			return;
+		}
+		/* While fast reads are allowed the word is never 0, so that
+		 * no lone writer takes the tree through the lock word past
+		 * fast readers. */
+		nonempty = f & RL_TREE_BIASED;
+	}
+	tree_lock_release(tree_lock_word(tree), nonempty);
 }
 
-/*
- * Take tree_lock.  A request that held the empty tree through the fast path
- * (tree_lock.h) is displaced by that and enters the tree here, as the held
- * request it is: first in arrival order, since the tree was empty and nobody
- * could enter before it was displaced.
- */
-static inline void tree_lock(struct range_lock_tree *tree)
+/* tree_lock()'s second half: enter the fast holder @fast (0: none). */
+static inline void tree_materialise(struct range_lock_tree *tree, uintptr_t fast)
 {
-	uintptr_t fast = tree_lock_acquire(tree_lock_word(tree));
-
 	if (__builtin_expect(fast != 0, 0)) {
 		struct range_lock *holder = (struct range_lock *)(fast & ~TL_FAST_BITS);
 		bool reader = tl_fast_reader(fast);
@@ -431,6 +448,44 @@ static inline void tree_lock(struct range_lock_tree *tree)
 		if (tree->stats)
 			rl_stat_granted(tree->stats, reader, false);
 	}
+}
+
+/*
+ * Take tree_lock.  A request that held the empty tree through the fast path
+ * (tree_lock.h) is displaced by that and enters the tree here, as the held
+ * request it is: first in arrival order, since the tree was empty and nobody
+ * could enter before it was displaced.
+ */
+static inline void tree_lock(struct range_lock_tree *tree)
+{
+	tree_materialise(tree, tree_lock_acquire(tree_lock_word(tree)));
+}
+
+/*
+ * tree_lock() for a request that is about to enter @tree: false (the lock
+ * not taken) if the gate of a tree with segments refuses it there -- the
+ * user's tree while it runs in its segments, a closed or closing segment
+ * while it runs as a plain tree (seg_gate.c) -- and the request must go
+ * back to the gate.  Never false on a tree without segments.  A trylock
+ * (TL_ACQ_TRY) is refused by a drain as well, instead of waiting for it.
+ */
+static inline bool tree_lock_entering_how(struct range_lock_tree *tree, enum tl_acquire how)
+{
+	uintptr_t fast = tree_lock_acquire_how(tree_lock_word(tree), how);
+
+	if (__builtin_expect(fast == TL_REFUSED, 0))
+		return false;
+	tree_materialise(tree, fast);
+	if (__builtin_expect(tree_flags(tree) & RL_TREE_CLOSING, 0)) {
+		tree_unlock(tree); /* (not empty: no closing step) */
+		return false;
+	}
+	return true;
+}
+
+static inline bool tree_lock_entering(struct range_lock_tree *tree)
+{
+	return tree_lock_entering_how(tree, TL_ACQ_ENTER);
 }
 
 /* Is @lock a node of @tree?  Walks up to the root: O(log n). */

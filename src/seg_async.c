@@ -107,6 +107,7 @@ static int span_lock_async(const char *call, struct range_lock_tree *tree,
 	struct range_lock *lock = &req->lock;
 	struct span *sp = span_new(tree, lock, reader, n);
 	struct waiter w;
+	int r;
 
 	if (!sp)
 		return -ENOMEM;
@@ -128,7 +129,16 @@ static int span_lock_async(const char *call, struct range_lock_tree *tree,
 	lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
 	req->tree_ = tree; /* submitted: range_lock_async_cancel() accepts it */
 	waiter_init(&w, WAIT_ASYNC, CLOCK_MONOTONIC, NULL);
-	return rl_span_enter(call, sp, lock, &w) ? -EINPROGRESS : 0;
+	r = rl_span_enter(call, sp, lock, &w);
+	if (r == -EAGAIN) { /* the gate refused a segment: nothing entered */
+		lock->rb_left = NULL;
+		lock->rb_parent_flags = 0;
+		req->reserved_[0] = 0;
+		req->reserved_[1] = 0;
+		free(sp);
+		return RL_GATE_REFUSED;
+	}
+	return r ? -EINPROGRESS : 0;
 }
 
 int rl_seg_lock_async(const char *call, struct range_lock_tree *tree,
@@ -137,18 +147,35 @@ int rl_seg_lock_async(const char *call, struct range_lock_tree *tree,
 	struct rl_segments *s = segments_of(tree);
 	struct range_lock *lock = &req->lock;
 	unsigned n = rl_seg_parts(s, lock->start, lock->last);
+	int r;
 
-	if (n == 1) { /* a request of its segment, as on any tree */
-		unsigned g = rl_seg_part(s, lock->start, lock->last, 0).seg;
+	/* The gate (seg_gate.c): an asynchronous request never drains (no
+	 * thread would wait for it); in PLAIN mode it is a request of the
+	 * tree itself (the cancel finds it there: reserved_ 0). */
+	do {
+		uintptr_t v = atomic_load_explicit(tree_lock_word(tree),
+						   memory_order_acquire);
 
-		req->reserved_[1] = g + 1; /* the cancel's segment */
-		req->reserved_[0] = 0;
-		return rl_lock_async_in(call, rl_seg_tree(s, g), tree, req, reader);
-	}
-	check_args(call, tree, lock);
-	if (is_linked(lock))
-		rl_die(call, lock, ALREADY_IN_TREE);
-	return span_lock_async(call, tree, req, reader, n);
+		if (v != TL_SEGMENTED) {
+			if (v == 0 && !rl_gate_wide(s, n) && rl_gate_switch_back(tree))
+				continue;
+			req->reserved_[1] = 0;
+			req->reserved_[0] = 0;
+			r = rl_lock_async_in(call, tree, tree, req, reader);
+		} else if (n == 1) { /* a request of its segment, as on any tree */
+			unsigned g = rl_seg_part(s, lock->start, lock->last, 0).seg;
+
+			req->reserved_[1] = g + 1; /* the cancel's segment */
+			req->reserved_[0] = 0;
+			r = rl_lock_async_in(call, rl_seg_tree(s, g), tree, req, reader);
+		} else {
+			check_args(call, tree, lock);
+			if (is_linked(lock))
+				rl_die(call, lock, ALREADY_IN_TREE);
+			r = span_lock_async(call, tree, req, reader, n);
+		}
+	} while (r == RL_GATE_REFUSED);
+	return r;
 }
 
 static int seg_async_cancel(struct range_lock_tree *t0, struct range_lock_async *req)

@@ -220,7 +220,7 @@ static void grow_lock_all(struct seg_growth *gs, unsigned n, bool on)
 {
 	if (on)
 		for (unsigned k = 0; k < n; k++)
-			tree_lock(gs[k].t);
+			rl_gate_lock_segment(gs[k].t);
 	else
 		for (unsigned k = n; k-- > 0;)
 			tree_unlock(gs[k].t);
@@ -242,7 +242,7 @@ static void grow_abandon(struct grow_wait *gw)
 		if (k == gw->skip_k && j == gw->skip_j)
 			continue;
 		wl.n = 0;
-		tree_lock(t);
+		rl_gate_lock_segment(t);
 		word = atomic_load_explicit(wait_word(p), memory_order_relaxed);
 		if (blockers_of(word)) {
 			t->nr_waiting--;
@@ -256,7 +256,7 @@ static void grow_abandon(struct grow_wait *gw)
 	if (gw->skip_k == gw->n) {
 		struct range_lock_tree *t0 = gw->gs[0].t;
 
-		tree_lock(t0);
+		rl_gate_lock_segment(t0);
 		if (t0->stats)
 			stat_give_up(t0->stats, gw->why);
 		tree_unlock(t0);
@@ -280,7 +280,7 @@ static void grow_free_on_cancel(void *arg)
 	struct range_lock_tree *t0 = gw->gs[0].t;
 
 	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
-	tree_lock(t0);
+	rl_gate_lock_segment(t0);
 	if (t0->stats)
 		stat_give_up(t0->stats, -ECANCELED);
 	tree_unlock(t0);
@@ -554,7 +554,7 @@ retry:
 		if (!r)
 			goto retry;
 		if (r != -EINVAL) {
-			tree_lock(gs[0].t);
+			rl_gate_lock_segment(gs[0].t);
 			if (gs[0].t->stats)
 				stat_give_up(gs[0].t->stats, r);
 			tree_unlock(gs[0].t);

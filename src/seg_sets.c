@@ -63,7 +63,8 @@ struct set_wait {
  * One arrival of every part of every member of @sw (SETS).  Returns 1 if
  * some part waits, 0 if all are held, -1 for a trylock (@w NULL) that
  * would wait, -EINVAL for a timed call that would wait with a bad
- * deadline (nothing entered in those two cases).
+ * deadline, -EAGAIN if the gate refused a segment (seg_gate.c); nothing
+ * entered in those cases.
  */
 static int set_enter(const char *call, struct range_lock_tree *tree, struct set_wait *sw,
 		     const struct range_lock_item *items, struct waiter *w)
@@ -89,7 +90,12 @@ static int set_enter(const char *call, struct range_lock_tree *tree, struct set_
 
 		if (!(used[g / 64] >> (g % 64) & 1))
 			continue;
-		tree_lock(t);
+		if (!tree_lock_entering(t)) { /* closed or closing: the gate */
+			while (g-- > 0)
+				if (used[g / 64] >> (g % 64) & 1)
+					tree_unlock(rl_seg_tree(s, g));
+			return -EAGAIN;
+		}
 		if (writes[g / 64] >> (g % 64) & 1)
 			rl_revoke_fast_readers(t);
 		if (__builtin_expect(t->nr_requests + sw->n >= RL_MAX_TREE_REQUESTS, 0))
@@ -320,6 +326,8 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 			free(sw.sp[m]);
 		free(sw.sp);
 		set_unmark(items, n);
+		if (r == -EAGAIN)
+			return RL_GATE_REFUSED; /* back to the gate (sets.c) */
 		return r == -1 ? -EBUSY : r;
 	}
 	if (r > 0) {

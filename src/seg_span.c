@@ -161,8 +161,9 @@ static void span_abandon_on_cancel(void *arg)
 /*
  * One arrival into every segment of @sp (see DESIGN in segments.c).  Returns the number
  * of parts that wait (0: held), or -1 for a trylock (@w NULL) that would
- * wait, or -EINVAL for a timed call that would wait with a bad deadline;
- * in both cases nothing was entered.  @shown: the user's request (for the
+ * wait, or -EINVAL for a timed call that would wait with a bad deadline,
+ * or -EAGAIN if the gate refused a segment (seg_gate.c); in those cases
+ * nothing was entered.  @shown: the user's request (for the
  * checking mode's report).
  */
 int rl_span_enter(const char *call, struct span *sp,
@@ -179,7 +180,11 @@ int rl_span_enter(const char *call, struct span *sp,
 	for (unsigned i = 0; i < sp->n; i++) {
 		struct range_lock_tree *t = part_tree(s, PART(sp, i));
 
-		tree_lock(t);
+		if (!tree_lock_entering(t)) { /* closed or closing: the gate */
+			while (i-- > 0)
+				tree_unlock(part_tree(s, PART(sp, i)));
+			return -EAGAIN;
+		}
 		if (!reader)
 			rl_revoke_fast_readers(t);
 		if (__builtin_expect(t->nr_requests >= RL_MAX_TREE_REQUESTS, 0))
@@ -380,6 +385,8 @@ static int span_lock(const char *call, struct range_lock_tree *tree,
 	r = rl_span_enter(call, sp, lock, w);
 	if (r < 0) {
 		free(sp);
+		if (r == -EAGAIN)
+			return RL_GATE_REFUSED;
 		return r == -1 ? 0 : r; /* trylock: busy */
 	}
 	if (r > 0) {
@@ -400,16 +407,12 @@ static int span_lock(const char *call, struct range_lock_tree *tree,
 /* (Here, beside the spanning requests they run, so that span_lock() and
  * rl_span_leave() inline into them as before the split.) */
 
-int rl_seg_lock(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
-		bool reader, struct waiter *w, int subclass, void *site)
+int rl_seg_lock_segments(const char *call, struct range_lock_tree *tree,
+			 struct range_lock *lock, bool reader, struct waiter *w, unsigned n,
+			 int subclass, void *site)
 {
 	struct rl_segments *s = segments_of(tree);
-	unsigned n;
 
-	check_args(call, tree, lock);
-	if (is_linked(lock)) /* locked twice, or a failed init (rl_die names it) */
-		rl_die(call, lock, ALREADY_IN_TREE);
-	n = rl_seg_parts(s, lock->start, lock->last);
 	if (n == 1) {
 		struct range_lock_tree *t = rl_seg_tree(s, rl_seg_part(s, lock->start,
 								       lock->last, 0).seg);
@@ -427,6 +430,10 @@ void rl_seg_unlock(const char *call, struct range_lock_tree *tree, struct range_
 	unsigned n = rl_seg_parts(s, lock->start, lock->last);
 	struct span *sp;
 
+	if (!rl_gate_segments(tree)) { /* held in the user's tree (seg_gate.c) */
+		rl_unlock_in(call, tree, lock, reader);
+		return;
+	}
 	if (n == 1) {
 		rl_unlock_in(call, rl_seg_tree(s, rl_seg_part(s, lock->start, lock->last, 0).seg),
 			     lock, reader);

@@ -175,49 +175,21 @@ const struct range_lock_tree *rl_seg_user_tree(const struct range_lock_tree *tre
 
 /* ---- configuration ---------------------------------------------------- */
 
-/* Every segment's lock, ascending; fast readers revoked (they are holders). */
-static void lock_all(struct rl_segments *s)
-{
-	for (unsigned g = 0; g < 1u << s->log2n; g++) {
-		tree_lock(rl_seg_tree(s, g));
-		rl_revoke_fast_readers(rl_seg_tree(s, g));
-	}
-}
-
-/* The same for statistics, which are on only where fast reads are off. */
-static void lock_all_keep_fast(struct rl_segments *s)
-{
-	for (unsigned g = 0; g < 1u << s->log2n; g++)
-		tree_lock(rl_seg_tree(s, g));
-}
-
-static void unlock_all(struct rl_segments *s)
-{
-	for (unsigned g = 1u << s->log2n; g-- > 0;)
-		tree_unlock(rl_seg_tree(s, g));
-}
-
-static bool all_empty(struct rl_segments *s)
-{
-	for (unsigned g = 0; g < 1u << s->log2n; g++)
-		if (rl_seg_tree(s, g)->root)
-			return false;
-	return true;
-}
-
 /* Back to a tree without segments, if every segment is empty; bound to
  * the file it was bound to, if any (destroy then unbinds it). */
 int rl_seg_destroy(struct range_lock_tree *tree)
 {
 	struct rl_segments *s = segments_of(tree);
+	struct rl_gate_admin a;
 
-	lock_all(s);
-	if (!all_empty(s)) {
-		unlock_all(s);
+	rl_gate_admin_lock(s->top, &a, true);
+	if (!rl_gate_all_empty(s->top)) {
+		rl_gate_admin_unlock(s->top, &a);
 		return -EBUSY;
 	}
-	unlock_all(s);
+	rl_gate_admin_unlock(s->top, &a);
 	__atomic_store_n(&tree->file, s->file, __ATOMIC_RELAXED);
+	tree->stats = NULL; /* (the tree's own counters were in s->stats) */
 	rl_hb_release(tree_lock_word(tree));
 	atomic_store_explicit(tree_lock_word(tree), 0, memory_order_release);
 	free(s->stats);
@@ -228,10 +200,11 @@ int rl_seg_destroy(struct range_lock_tree *tree)
 int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on, bool need_empty)
 {
 	struct rl_segments *s = segments_of(tree);
+	struct rl_gate_admin a;
 	int r = 0;
 
-	lock_all(s);
-	if (need_empty && !all_empty(s)) {
+	rl_gate_admin_lock(s->top, &a, true);
+	if (need_empty && !rl_gate_all_empty(s->top)) {
 		r = -EBUSY;
 	} else {
 		for (unsigned g = 0; g < 1u << s->log2n; g++) {
@@ -241,7 +214,7 @@ int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on, bool n
 		}
 		tree_flags_store(tree, on ? tree->flags | flag : tree->flags & ~flag);
 	}
-	unlock_all(s);
+	rl_gate_admin_unlock(s->top, &a);
 	return r;
 }
 
@@ -326,11 +299,12 @@ int range_lock_tree_set_segments(struct range_lock_tree *tree, unsigned segments
 int rl_seg_set_file(struct range_lock_tree *tree, struct range_lock_file *f)
 {
 	struct rl_segments *s = segments_of(tree);
+	struct rl_gate_admin a;
 	struct range_lock_file *old;
 
-	lock_all(s); /* and the segments never read fast from now on */
-	if (!all_empty(s)) {
-		unlock_all(s);
+	rl_gate_admin_lock(s->top, &a, true); /* and the segments never read fast from now on */
+	if (!rl_gate_all_empty(s->top)) {
+		rl_gate_admin_unlock(s->top, &a);
 		rl_file_free(f);
 		return -EBUSY;
 	}
@@ -344,7 +318,7 @@ int rl_seg_set_file(struct range_lock_tree *tree, struct range_lock_file *f)
 	__atomic_store_n(&tree->file,
 			 (struct range_lock_file *)((uintptr_t)s | RL_SEGMENTS_BOUND),
 			 __ATOMIC_RELAXED);
-	unlock_all(s);
+	rl_gate_admin_unlock(s->top, &a);
 	if (old)
 		rl_file_free(old);
 	return 0;
@@ -362,23 +336,26 @@ int rl_seg_set_file(struct range_lock_tree *tree, struct range_lock_file *f)
 int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *storage)
 {
 	struct rl_segments *s = segments_of(tree);
+	struct rl_gate_admin a;
 	unsigned nseg = 1u << s->log2n;
 	struct rl_seg_stats *blocks;
 	void *mem;
 	int r = 0;
 
-	if (posix_memalign(&mem, 128, nseg * sizeof(*blocks)))
+	/* One block per segment, and one for the tree itself, which counts
+	 * while it runs as a plain tree (the gate, seg_gate.c). */
+	if (posix_memalign(&mem, 128, (nseg + 1) * sizeof(*blocks)))
 		return -ENOMEM;
 	blocks = mem;
-	lock_all(s); /* statistics count in the trees: no fast reads from now on */
+	rl_gate_admin_lock(s->top, &a, true); /* statistics count in the trees: no fast reads from now on */
 	if (s->user_stats) {
 		r = s->user_stats == storage ? 0 : -EBUSY;
 	} else {
-		rl_race_ok(blocks, nseg * sizeof(*blocks));
+		rl_race_ok(blocks, (nseg + 1) * sizeof(*blocks));
 		rl_race_ok(storage, sizeof(*storage));
 		rl_stats_zero(storage);
-		for (unsigned g = 0; g < nseg; g++) {
-			struct range_lock_tree *t = rl_seg_tree(s, g);
+		for (unsigned g = 0; g <= nseg; g++) {
+			struct range_lock_tree *t = g < nseg ? rl_seg_tree(s, g) : tree;
 
 			rl_race_ok(&t->stats, sizeof(t->stats));
 			rl_stats_zero(&blocks[g].st);
@@ -390,7 +367,7 @@ int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *s
 		__atomic_store_n(&s->user_stats, storage, __ATOMIC_RELEASE);
 		blocks = NULL;
 	}
-	unlock_all(s);
+	rl_gate_admin_unlock(s->top, &a);
 	free(blocks);
 	return r;
 }
@@ -398,6 +375,7 @@ int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *s
 int rl_seg_get_stats(struct range_lock_tree *tree, struct range_lock_stats *out)
 {
 	struct rl_segments *s = segments_of(tree);
+	struct rl_gate_admin a;
 	unsigned nseg = 1u << s->log2n;
 	uint64_t sum[sizeof(*out) / sizeof(uint64_t)] = { 0 };
 	const size_t max = offsetof(struct range_lock_stats, wait_ns_max) / sizeof(uint64_t);
@@ -409,8 +387,8 @@ int rl_seg_get_stats(struct range_lock_tree *tree, struct range_lock_stats *out)
 		memset(out, 0, sizeof(*out));
 		return -ENODATA;
 	}
-	lock_all_keep_fast(s);
-	for (unsigned g = 0; g < nseg; g++) {
+	rl_gate_admin_lock(s->top, &a, false);
+	for (unsigned g = 0; g <= nseg; g++) { /* (nseg: the tree itself) */
 		const stat_word_t *f = (const stat_word_t *)(const void *)&s->stats[g].st;
 
 		for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++) {
@@ -425,7 +403,7 @@ int rl_seg_get_stats(struct range_lock_tree *tree, struct range_lock_stats *out)
 	 * segment's lock: no two write it at once). */
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		__atomic_store_n(&((stat_word_t *)(void *)user)[i], sum[i], __ATOMIC_RELAXED);
-	unlock_all(s);
+	rl_gate_admin_unlock(s->top, &a);
 	memcpy(out, sum, sizeof(*out));
 	return 0;
 }
@@ -433,17 +411,18 @@ int rl_seg_get_stats(struct range_lock_tree *tree, struct range_lock_stats *out)
 void rl_seg_reset_stats(struct range_lock_tree *tree)
 {
 	struct rl_segments *s = segments_of(tree);
+	struct rl_gate_admin a;
 	struct range_lock_stats *user = __atomic_load_n(&s->user_stats, __ATOMIC_ACQUIRE);
 
 	if (!user)
 		return;
-	lock_all_keep_fast(s);
+	rl_gate_admin_lock(s->top, &a, false);
 	rl_stats_zero(user);
-	for (unsigned g = 0; g < 1u << s->log2n; g++) {
+	for (unsigned g = 0; g <= 1u << s->log2n; g++) { /* (and the tree itself) */
 		rl_stats_zero(&s->stats[g].st);
-		rl_stats_recount(rl_seg_tree(s, g), &s->stats[g].st);
+		rl_stats_recount(g < 1u << s->log2n ? rl_seg_tree(s, g) : tree, &s->stats[g].st);
 	}
-	unlock_all(s);
+	rl_gate_admin_unlock(s->top, &a);
 }
 
 /*
@@ -620,16 +599,25 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 void rl_seg_dump(struct range_lock_tree *tree, void *out)
 {
 	struct rl_segments *s = segments_of(tree);
+	struct rl_gate_admin a;
 	FILE *f = out;
 
-	fprintf(f, "range_lock_tree %p: %u segments, stripes of 2^%u units\n",
-		(void *)tree, 1u << s->log2n, s->shift);
+	/* Every lock (a snapshot); fast readers are shown as the held
+	 * readers they are.  (The caller disabled cancellation.) */
+	rl_tl_word_sleepers_woken = 0;
+	rl_gate_admin_lock(tree, &a, true);
+	fprintf(f, "range_lock_tree %p: %u segments, stripes of 2^%u units, %s\n",
+		(void *)tree, 1u << s->log2n, s->shift,
+		a.plain ? "running as a plain tree (wide requests)" : "running in its segments");
+	if (a.plain)
+		rl_dump_locked(tree, f);
 	for (unsigned g = 0; g < 1u << s->log2n; g++) {
 		struct range_lock_tree *t = rl_seg_tree(s, g);
 
-		if (!__atomic_load_n(&t->lock_word, __ATOMIC_RELAXED))
-			continue; /* empty and free: nothing to show */
+		if (!t->root)
+			continue; /* empty: nothing to show */
 		fprintf(f, " segment %u:\n", g);
-		range_lock_tree_dump(t, f);
+		rl_dump_locked(t, f);
 	}
+	rl_gate_admin_unlock(tree, &a);
 }

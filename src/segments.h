@@ -8,6 +8,7 @@
 #define RANGELOCK_SEGMENTS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <rangelock/rangelock.h>
@@ -68,6 +69,10 @@ struct rl_segments {
 	 * stats is &stats[g].st). */
 	struct range_lock_stats *user_stats;
 	struct rl_seg_stats *stats;
+	/* The gate (seg_gate.c): closing segments not yet empty, plus the
+	 * drainer's guard; the drainer sleeps on it.  Own line: written
+	 * only while a drain runs. */
+	_Atomic uint32_t pending __attribute__((aligned(128)));
 	struct rl_segment {
 		struct range_lock_tree tree;
 	} __attribute__((aligned(128))) seg[]; /* own lines; prefetched in pairs */
@@ -181,11 +186,42 @@ static inline struct range_lock_tree *rl_seg_one(const struct range_lock_file *f
 	return rl_seg_tree(s, (unsigned)(lock->start >> s->shift) & s->mask);
 }
 
-/* The calls' dispatch (calls.c, sets.c, ...): a lock, trylock (@w NULL) or
- * unlock of @lock in segmented @tree. */
+/*
+ * The gate (seg_gate.c): does @top, a tree with segments, run in its
+ * segments now (its word TL_SEGMENTED, or a drain)?  Else it runs as a
+ * plain tree, and every request present in it is in the user's tree
+ * itself.  A present request pins the answer: read it for any call that
+ * takes one (unlock, downgrade, shrink, grow, cancel).
+ */
+static inline bool rl_gate_segments(const struct range_lock_tree *top)
+{
+	uintptr_t w = __atomic_load_n(&top->lock_word, __ATOMIC_ACQUIRE);
+
+	return w == TL_SEGMENTED || (w | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS);
+}
+
+/* A request meeting this many segments is wide: in SEG mode a blocking
+ * lock of it drains the segments and takes the plain tree (seg_gate.c),
+ * rather than one part per segment. */
+#ifndef RL_GATE_WIDE_PARTS
+#define RL_GATE_WIDE_PARTS 16u
+#endif
+
+/* The calls' dispatch (calls.c): a lock or trylock (@w NULL) of @lock in
+ * @tree with segments, through the gate (seg_gate.c). */
 RL_HIDDEN int rl_seg_lock(const char *call, struct range_lock_tree *tree,
 			  struct range_lock *lock, bool reader, struct waiter *w,
 			  int subclass, void *site);
+/* The same in the segments (seg_span.c), @n the parts of the range: may
+ * return RL_GATE_REFUSED (a segment closed or closing). */
+RL_HIDDEN int rl_seg_lock_segments(const char *call, struct range_lock_tree *tree,
+				   struct range_lock *lock, bool reader, struct waiter *w,
+				   unsigned n, int subclass, void *site);
+/* Back to SEG mode from an empty, free plain tree (false: lost the race). */
+RL_HIDDEN bool rl_gate_switch_back(struct range_lock_tree *top);
+/* A segment's lock whatever its gate state (a grow, which the gate must
+ * not refuse): a closed segment becomes closing. */
+RL_HIDDEN void rl_gate_lock_segment(struct range_lock_tree *t);
 RL_HIDDEN void rl_seg_unlock(const char *call, struct range_lock_tree *tree,
 			     struct range_lock *lock, bool reader);
 /* The unlock calls on a segmented tree bound to a file: the OFD level,
@@ -214,6 +250,29 @@ RL_HIDDEN int rl_seg_set_file(struct range_lock_tree *tree, struct range_lock_fi
 RL_HIDDEN int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on,
 			      bool need_empty);
 RL_HIDDEN void rl_seg_dump(struct range_lock_tree *tree, void *out);
+/* stats.c: the dump of a tree whose lock the caller holds. */
+RL_HIDDEN void rl_dump_locked(struct range_lock_tree *tree, FILE *out);
+/* The gate's admin hold (seg_gate.c): the user's tree's word whatever the
+ * mode, then every segment's lock, a closed one too, ascending; fast
+ * readers revoked if @revoke.  @a records what to give back. */
+struct rl_gate_admin {
+	bool plain;                          /* the tree ran as a plain tree */
+	uint64_t closed[RL_SEG_MAX / 64];    /* segments taken closed */
+};
+RL_HIDDEN void rl_gate_admin_lock(struct range_lock_tree *top, struct rl_gate_admin *a,
+				  bool revoke);
+RL_HIDDEN void rl_gate_admin_unlock(struct range_lock_tree *top, struct rl_gate_admin *a);
+/* Every segment empty, and the user's tree (under the admin hold)? */
+RL_HIDDEN bool rl_gate_all_empty(struct range_lock_tree *top);
+/* Does a request of @n parts take the plain tree (a drain) rather than
+ * its segments (seg_gate.c)?  Only on trees of RL_GATE_WIDE_PARTS
+ * segments or more: on fewer, a request has at most 8 parts, and a span
+ * costs less than two switches. */
+static inline bool rl_gate_wide(const struct rl_segments *s, unsigned n)
+{
+	(void)s;
+	return n >= RL_GATE_WIDE_PARTS;
+}
 /* Statistics of a segmented tree (stats.c dispatches here). */
 RL_HIDDEN int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *storage);
 RL_HIDDEN int rl_seg_get_stats(struct range_lock_tree *tree, struct range_lock_stats *out);

@@ -70,7 +70,8 @@ lock_many_common(const char *call, struct range_lock_tree *tree,
 		items[i].lock->owner_tid = tid;
 		writer |= items[i].mode == RANGE_LOCK_WRITE;
 	}
-	tree_lock(tree);
+	if (__builtin_expect(!tree_lock_entering_how(tree, w ? TL_ACQ_ENTER : TL_ACQ_TRY), 0))
+		return RL_GATE_REFUSED; /* a tree with segments: lock_many_segments() */
 	if (__builtin_expect(tree->nr_requests + n >= RL_MAX_TREE_REQUESTS, 0)) {
 		tree_unlock(tree);
 		rl_die(call, items[0].lock, "too many requests in this tree (the limit is "
@@ -232,12 +233,27 @@ lock_many_segments(const char *call, struct range_lock_tree *tree,
 {
 	struct range_lock_tree *t;
 
+	int r;
+
 	check_items(call, tree, items, n);
 	if (!n)
 		return 0;
-	t = rl_seg_set_tree(tree, items, n);
-	return t ? lock_many_common(call, t, items, n, w, site)
-		 : rl_seg_lock_many(call, tree, items, n, w, site);
+	/* The gate (seg_gate.c): in the segments, or in the tree itself run
+	 * as a plain tree; refused where the mode changed meanwhile. */
+	do {
+		uintptr_t v = __atomic_load_n(&tree->lock_word, __ATOMIC_ACQUIRE);
+
+		if (v == TL_SEGMENTED) {
+			t = rl_seg_set_tree(tree, items, n);
+			r = t ? lock_many_common(call, t, items, n, w, site)
+			      : rl_seg_lock_many(call, tree, items, n, w, site);
+		} else if (!w && (v | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS)) {
+			r = -EBUSY; /* a trylock never waits for a drain */
+		} else { /* (a drain: waits for the tree's internal lock) */
+			r = lock_many_common(call, tree, items, n, w, site);
+		}
+	} while (r == RL_GATE_REFUSED);
+	return r;
 }
 
 /* A set on a bound tree, with segments or not: the local level, then the

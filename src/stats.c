@@ -127,25 +127,15 @@ void range_lock_tree_reset_stats(struct range_lock_tree *tree)
 	tree_unlock(tree);
 }
 
-void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
+/* The dump of @tree, whose lock the caller holds (fast readers revoked):
+ * also each segment's, and a tree with segments run as a plain tree
+ * (segments.c). */
+void rl_dump_locked(struct range_lock_tree *tree, FILE *out)
 {
 	const struct range_lock *n;
 	uint32_t word;
 	char who[24];
-	int oldstate;
 
-	if (!tree || !out)
-		rl_die("range_lock_tree_dump", NULL, "NULL tree or stream");
-	if (tree_is_segmented(tree)) {
-		rl_seg_dump(tree, out);
-		return;
-	}
-	/* fprintf() is a cancellation point: never be cancelled holding
-	 * tree_lock. */
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
-	rl_tl_word_sleepers_woken = 0;
-	tree_lock(tree);
-	rl_revoke_fast_readers(tree); /* fast readers are shown as the held readers they are */
 	fprintf(out, "range_lock_tree %p: %u request(s), next seqnum %llu\n",
 		(void *)tree, tree->nr_requests, (unsigned long long)tree->seqnum);
 	/* Word waiters live on their stacks only: the displacement above
@@ -177,6 +167,25 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 			(unsigned long long)n->seqnum, blockers_of(word), who,
 			(word & HANDOFF) ? " handoff" : "");
 	}
-	tree_unlock(tree);
+}
+
+void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
+{
+	int oldstate;
+
+	if (!tree || !out)
+		rl_die("range_lock_tree_dump", NULL, "NULL tree or stream");
+	/* fprintf() is a cancellation point: never be cancelled holding
+	 * tree_lock. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
+	if (tree_is_segmented(tree)) {
+		rl_seg_dump(tree, out);
+	} else {
+		rl_tl_word_sleepers_woken = 0;
+		tree_lock(tree);
+		rl_revoke_fast_readers(tree); /* fast readers are shown as the held readers they are */
+		rl_dump_locked(tree, out);
+		tree_unlock(tree);
+	}
 	pthread_setcancelstate(oldstate, NULL);
 }

@@ -42,7 +42,7 @@ static __attribute__((noinline)) bool wait_held(tree_word_t *word, uintptr_t w,
 				n--;
 				rl_cpu_relax();
 				w = atomic_load_explicit(word, memory_order_relaxed);
-			} while (n && w == TL_LOCKED);
+			} while (n && (w == TL_LOCKED || w == TL_DRAINING));
 			*spins = n;
 			return false; /* look again, at what ended the spin */
 		}
@@ -51,12 +51,13 @@ static __attribute__((noinline)) bool wait_held(tree_word_t *word, uintptr_t w,
 							   memory_order_relaxed))
 			return false;
 	}
-	rl_wait(tree_word_futex(word), (uint32_t)(TL_LOCKED | TL_SLEEPERS),
-		CLOCK_MONOTONIC, NULL, 0);
+	/* TL_LOCKED or TL_DRAINING (a drain, seg_gate.c), with sleepers. */
+	rl_wait(tree_word_futex(word), (uint32_t)(w | TL_SLEEPERS), CLOCK_MONOTONIC,
+		NULL, 0);
 	return true;
 }
 
-uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word)
+uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word, enum tl_acquire how)
 {
 	/* Once we have slept we take the lock with TL_SLEEPERS set: others may
 	 * still sleep, and our release must wake one of them. */
@@ -66,7 +67,25 @@ uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word)
 	for (;;) {
 		uintptr_t w = atomic_load_explicit(word, memory_order_relaxed);
 
-		if (__builtin_expect(w == TL_SEGMENTED, 0)) {
+		if (__builtin_expect(w == TL_SEGMENTED || w == TL_CLOSED, 0)) {
+			if (how == TL_ACQ_ENTER || how == TL_ACQ_TRY) {
+				/* To the gate (seg_gate.c).  Having slept, we
+				 * may have taken a release's wake-one: pass it
+				 * on, or a sleeper behind us sleeps for ever on
+				 * a word nobody releases (gate.pml). */
+				if (mine & TL_SLEEPERS)
+					rl_wake_all(tree_word_futex(word));
+				return TL_REFUSED;
+			}
+			if (w == TL_CLOSED && how == TL_ACQ_CLOSED) {
+				if (atomic_compare_exchange_weak_explicit(
+					    word, &w, mine, memory_order_acquire,
+					    memory_order_relaxed)) {
+					rl_hb_acquire(word);
+					return TL_WAS_CLOSED;
+				}
+				continue;
+			}
 			/* segments.h: a segmented tree's own word is a gate. */
 			fputs("librangelock: a tree got segments while a call used it "
 			      "(range_lock_tree_set_segments() needs a tree that "
@@ -98,6 +117,9 @@ uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word)
 			}
 			continue;
 		}
+		if (__builtin_expect((w | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS), 0) &&
+		    how == TL_ACQ_TRY)
+			return TL_REFUSED; /* a trylock never waits for a drain */
 		if (wait_held(word, w, &spins))
 			mine = TL_LOCKED | TL_SLEEPERS;
 	}

@@ -29,14 +29,28 @@
  *                        (request -> handed) and that waiter (pick-up,
  *                        withdrawal), only a displacer changes a hand-off or
  *                        handed value.
- *   TL_SEGMENTED         the tree has segments (segments.h), for ever until
- *                        destroyed: not 0, not TL_NONEMPTY, no fast value,
- *                        so every fast path on the tree itself fails and the
- *                        calls notice the segments on their slow paths only
- *                        (nothing is added to the uncontended calls of a
- *                        tree without them); its low half is never the
+ *   TL_SEGMENTED         the tree has segments (segments.h) and runs in
+ *                        them (the gate, seg_gate.c): not 0, not
+ *                        TL_NONEMPTY, no fast value, so every fast path on
+ *                        the tree itself fails; its low half is never the
  *                        sleepers value 3.  tree_lock() is never taken on
- *                        it: the slow path aborts if it is.
+ *                        it: the slow path refuses an entering request
+ *                        (TL_ACQ_ENTER), which goes back to the gate, and
+ *                        aborts for anything else.  While the gate runs
+ *                        the tree as a plain tree, its word takes the
+ *                        plain values above.
+ *   TL_DRAINING          a tree with segments' own word while one wide
+ *   TL_DRAINING|TL_SLEEPERS  request closes the segments and waits for
+ *                        them to empty (the gate's drain): a held internal
+ *                        lock to everyone else (TL_LOCKED is set: they
+ *                        spin, then sleep on it), which the drainer turns
+ *                        into TL_LOCKED(|TL_SLEEPERS) once the segments are
+ *                        empty, or back into TL_SEGMENTED if it gives up.
+ *   TL_CLOSED            a segment's word while its tree runs as a plain
+ *                        tree: the segment is empty, every fast path fails
+ *                        on it, and the slow path refuses an entering
+ *                        request as for TL_SEGMENTED; only the gate takes
+ *                        it (TL_ACQ_CLOSED).
  *
  * The fast path: lock = CAS(0 -> request|TL_FAST_x), unlock = CAS back to 0:
  * two atomic operations in all, as for pthread_rwlock.  Whoever takes the
@@ -86,6 +100,18 @@
 #define TL_HANDOFF_R ((uintptr_t)4)   /* with a waiter: the holder reads */
 #define TL_HANDED    ((uintptr_t)0)   /* with a waiter: handed to it */
 #define TL_SEGMENTED ((uintptr_t)2)   /* alone: a segmented tree's gate */
+#define TL_DRAINING  ((uintptr_t)5)   /* alone: a drain (TL_LOCKED is set) */
+#define TL_CLOSED    ((uintptr_t)6)   /* alone: a closed segment */
+
+/* What an acquisition does with a gate value (TL_SEGMENTED, TL_CLOSED). */
+enum tl_acquire {
+	TL_ACQ_ANY,     /* abort: a call that does not know segments */
+	TL_ACQ_ENTER,   /* return TL_REFUSED, not taken: an entering request */
+	TL_ACQ_TRY,     /* the same, and on a drain too: a trylock's */
+	TL_ACQ_CLOSED,  /* take a closed segment too: return TL_WAS_CLOSED */
+};
+#define TL_REFUSED    ((uintptr_t)1)  /* (never a displaced fast value) */
+#define TL_WAS_CLOSED ((uintptr_t)2)
 
 /* Does @w hold a fast value (a request pointer with a code)?  The holder
  * of the tree then is that request, or for a hand-off value its rb_left. */
@@ -147,7 +173,7 @@ static inline _Atomic uint32_t *tree_word_futex(tree_word_t *word)
 #endif
 }
 
-uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word);
+uintptr_t rl_tree_lock_acquire_slow(tree_word_t *word, enum tl_acquire how);
 
 /* How many word sleepers this thread's last displacement woke (for the
  * dump; written only by rl_tree_lock_acquire_slow()). */
@@ -155,9 +181,11 @@ extern _Thread_local int rl_tl_word_sleepers_woken;
 
 /*
  * Take the internal lock.  Returns 0, or the fast value (request | TL_FAST_x)
- * of a fast holder it displaced, which the caller must materialise.
+ * of a fast holder it displaced, which the caller must materialise; with
+ * @how TL_ACQ_ENTER, TL_REFUSED (not taken) on a gate value; with
+ * TL_ACQ_CLOSED, TL_WAS_CLOSED when it took a closed segment.
  */
-static inline uintptr_t tree_lock_acquire(tree_word_t *word)
+static inline uintptr_t tree_lock_acquire_how(tree_word_t *word, enum tl_acquire how)
 {
 	uintptr_t w = atomic_load_explicit(word, memory_order_relaxed);
 
@@ -168,7 +196,12 @@ static inline uintptr_t tree_lock_acquire(tree_word_t *word)
 		rl_hb_acquire(word); /* from the last holder's release */
 		return 0;
 	}
-	return rl_tree_lock_acquire_slow(word);
+	return rl_tree_lock_acquire_slow(word, how);
+}
+
+static inline uintptr_t tree_lock_acquire(tree_word_t *word)
+{
+	return tree_lock_acquire_how(word, TL_ACQ_ANY);
 }
 
 /* Drop the internal lock; @nonempty: the tree holds requests. */
