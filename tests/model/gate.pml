@@ -203,9 +203,15 @@ byte ndone;
 #else
 #define GUARD  true
 #endif
+#ifdef NO_MODE_CHECK
+#undef MODE
+#define MODE true
+#endif
 #define INV (G1 && EXCL && PIN && MODE && GUARD && pending < 8)
 
-active proctype monitor()
+/* run last: the highest pid, whose steps pan's search tries first, so
+ * that a broken invariant is reported where it first breaks */
+proctype monitor()
 {
 end_mon:
 	atomic {
@@ -314,7 +320,7 @@ next:
 #endif
 			; m = 1 << g
 		:: i == 2 && rnd == 0 ->
-			g = 1; m = 2;
+			g = NSEG - 1; m = 1 << g;
 #ifdef T2_WRITER
 			wr[i] = 1
 #else
@@ -325,20 +331,22 @@ next:
 	}
 
 dispatch:
-	w = top;
-	if
-	:: w == T_SEG && !wide -> goto segenter
-	:: w == T_SEG && wide -> goto drain
-	:: w == T_DR || w == T_DRS -> goto plainpath
+	atomic {	/* one load of the top word; the choice is local */
+		w = top;
+		if
+		:: w == T_SEG && !wide -> w = 0; goto segenter
+		:: w == T_SEG && wide -> w = 0; goto drain
+		:: w == T_DR || w == T_DRS -> w = 0; goto plainpath
 #ifndef MUT_SWITCH_BACK_BUSY
-	:: w == T_FREE && !wide -> goto switchback
+		:: w == T_FREE && !wide -> goto switchback
 #else
-	/* mutant: a plain tree that is free of its lock, empty or not */
-	:: (w == T_FREE || w == T_NE || w == T_FAST) && !wide -> goto switchback
+		/* mutant: a plain tree free of its lock, empty or not */
+		:: (w == T_FREE || w == T_NE || w == T_FAST) && !wide -> goto switchback
 #endif
-	:: w == T_FREE && wide -> goto fastpath
-	:: else -> goto plainpath
-	fi;
+		:: w == T_FREE && wide -> w = 0; goto fastpath
+		:: else -> w = 0; goto plainpath
+		fi
+	}
 
 	/* ---- narrow request, SEG: enter the segment under its lock ---- */
 segenter:
@@ -365,7 +373,7 @@ segenter:
 	goto holding;
 segrefused:
 	/* refused: back to the dispatch; stuttering passes omitted */
-	(top != w || gst[g] == G_OPEN);
+	(top != T_SEG || gst[g] == G_OPEN);
 	goto dispatch;
 
 	/* ---- the plain path ---- */
@@ -373,7 +381,7 @@ plainpath:
 	tl_acquire();
 	if
 	:: !res -> goto dispatch
-	:: else
+	:: else -> res = 0
 	fi;
 	atomic {
 		inpl[i] = 1;
@@ -398,7 +406,7 @@ fastpath:
 	/* ---- narrow, PLAIN and free: switch back ---- */
 switchback:
 	if
-	:: atomic { top == w -> top = SB_VAL }
+	:: atomic { top == w -> top = SB_VAL; w = 0 }
 	:: else -> goto dispatch
 	fi;
 #if defined(DRAFT_SWITCH_LOCKED) || defined(DRAFT_SWITCH_DRAIN)
@@ -407,11 +415,8 @@ switchback:
 	g2 = 0;
 	do
 	:: g2 < NSEG ->
-		atomic {
-#ifndef MUT_SWITCH_BACK_BUSY
-			assert(gst[g2] == G_CLOSED);	/* nobody else writes CLOSED */
-#endif
-			gst[g2] = G_OPEN
+		atomic {	/* as written: "its word CLOSED -> 0" */
+			if :: gst[g2] == G_CLOSED -> gst[g2] = G_OPEN :: else fi
 		}
 		g2++
 	:: else -> break
@@ -423,8 +428,8 @@ switchback:
 	 * then top := SEG, then the segment locks released (to 0): one step
 	 * here, as nobody reads a segment's state without its lock */
 	atomic {
-#ifndef MUT_SWITCH_BACK_BUSY
-		assert(ALL_CLOSED);	/* nobody else writes CLOSED */
+#if !defined(MUT_SWITCH_BACK_BUSY) && !defined(NO_MODE_CHECK)
+		assert(ALL_CLOSED);	/* MODE: PLAIN, so all CLOSED */
 #endif
 		gst[0] = G_OPEN; gst[1] = G_OPEN;
 #if NSEG == 3
@@ -552,19 +557,25 @@ spantry:
 
 	/* ---- holding: thread 1 may grow into the other segment ---- */
 holding:
+	w = 0; res = 0;	/* dead */
 	if
 	:: i == 1 && !grown -> goto grow
 	:: true
 	fi;
 
 leave:
-	w = top;
+	atomic {	/* dispatch by the top word */
+		w = top;
 #ifdef MUT_LEAVE_BY_RANGE
-	w = T_SEG;	/* mutant: by the request's range (segments) */
+		w = T_SEG;	/* mutant: by the request's range (segments) */
 #endif
-	if
-	:: SEGMODE(w) ->
-		assert(!inpl[i] && pm[i] != 0);	/* leaves where it entered */
+		if
+		:: SEGMODE(w) -> w = 0; goto leaveseg
+		:: else -> w = 0; goto leaveplain
+		fi
+	}
+leaveseg:
+	assert(!inpl[i] && pm[i] != 0);	/* leaves where it entered */
 		g2 = 0;
 		do
 		:: g2 < NSEG ->
@@ -595,29 +606,34 @@ leave:
 			g2++
 		:: else -> break
 		od;
-		g2 = 0
+		g2 = 0;
+	goto finished;
+leaveplain:
+	assert(inpl[i] && pm[i] == 0);	/* leaves where it entered */
+	if
+	:: atomic { fast[i] && top == T_FAST ->
+		top = T_FREE; inpl[i] = 0; held[i] = 0; fast[i] = 0; um[i] = 0 }
 	:: else ->
-		assert(inpl[i] && pm[i] == 0);	/* leaves where it entered */
-		if
-		:: atomic { fast[i] && top == T_FAST ->
-			top = T_FREE; inpl[i] = 0; held[i] = 0; fast[i] = 0; um[i] = 0 }
-		:: else ->
-			tl_acquire();
-			assert(res);
-			atomic { inpl[i] = 0; held[i] = 0; fast[i] = 0; um[i] = 0 }
-			tl_release()
-		fi
+		tl_acquire();
+		assert(res); res = 0;
+		atomic { inpl[i] = 0; held[i] = 0; fast[i] = 0; um[i] = 0 }
+		tl_release()
 	fi;
 	goto finished;
 
 	/* ---- grow of a held narrow request into the other segment ---- */
 grow:
-	grown = 1;
-	g2 = 1 - g;
-	nm = m | (1 << g2);
-	w = top;
-	if
-	:: SEGMODE(w) ->
+	atomic {	/* dispatch by the top word */
+		grown = 1;
+		g2 = 1 - g;
+		nm = m | (1 << g2);
+		w = top;
+		if
+		:: SEGMODE(w) -> w = 0; goto growseg
+		:: else -> w = 0; goto growplain
+		fi
+	}
+growseg:
 		atomic {	/* under the locks of g and g2 */
 			assert(pm[i] == (1 << g) && !inpl[i]);
 			if
@@ -635,15 +651,14 @@ grow:
 			fi;
 			pm[i] = pm[i] | (1 << g2)
 		}
-		atomic { SEG_OK(i, g2, nm) -> um[i] = nm }
-	:: else ->
-		assert(inpl[i] && pm[i] == 0);
-		tl_acquire();
-		assert(res);
-		tl_release();
-		atomic { PL_OK(i, nm) -> um[i] = nm }
-	fi;
-	g2 = 0;
+		atomic { SEG_OK(i, g2, nm) -> um[i] = nm; g2 = 0 }
+		goto leave;
+growplain:
+	assert(inpl[i] && pm[i] == 0);
+	tl_acquire();
+	assert(res); res = 0;
+	tl_release();
+	atomic { PL_OK(i, nm) -> um[i] = nm; g2 = 0 }
 	goto leave;
 #ifdef MUT_GROW_REFUSED
 growrefused:
@@ -667,6 +682,7 @@ init
 	atomic {
 		run thr(0);
 		run thr(1);
-		run thr(2)
+		run thr(2);
+		run monitor()
 	}
 }
