@@ -372,8 +372,13 @@ segenter:
 	fi;
 	goto holding;
 segrefused:
-	/* refused: back to the dispatch; stuttering passes omitted */
+	/* refused: back to the dispatch.  Safety runs: the passes that would
+	 * read the same values again are omitted (a guard), so a livelock is
+	 * an invalid end state; -DBUSY_RETRY (the cycle check): the busy loop
+	 * itself, so a livelock is a non-progress cycle */
+#ifndef BUSY_RETRY
 	(top != T_SEG || gst[g] == G_OPEN);
+#endif
 	goto dispatch;
 
 	/* ---- the plain path ---- */
@@ -663,7 +668,9 @@ growplain:
 #ifdef MUT_GROW_REFUSED
 growrefused:
 	/* mutant: the grow waits for the gate to open */
+#ifndef BUSY_RETRY
 	(top == T_SEG && gst[g2] == G_OPEN);
+#endif
 	goto grow;
 #endif
 
