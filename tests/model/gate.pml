@@ -43,10 +43,13 @@
  * plainpath:       w DRAIN or PLAIN != 0: tl_acquire() (refused on SEG:
  *                  back to dispatch), enter the plain tree, release
  * fastpath:        wide, w == 0: the word fast path CAS 0 -> FAST
- * switchback:      narrow, w == 0: CAS 0 -> DRAIN (the model's fix; the
- *                  spec's CAS 0 -> LOCKED with -DDRAFT_SWITCH_LOCKED),
- *                  reopen every segment (CLOSED -> OPEN), top := SEG, wake
- *                  all if the old value had S
+ * switchback:      narrow, w == 0: CAS 0 -> LOCKED; then (the model's
+ *                  fix) every segment's lock taken, CLOSED -> LOCKED,
+ *                  ascending, top := SEG (exchange; wake all if it had
+ *                  S), the segment locks released to 0: one step here.
+ *                  -DDRAFT_SWITCH_LOCKED: the spec as written (reopen one
+ *                  segment at a time, then the exchange);
+ *                  -DDRAFT_SWITCH_DRAIN: the same under CAS 0 -> DRAIN
  * grow:            a held narrow request grows into the other segment:
  *                  dispatch by the top word; in the segments a CLOSED
  *                  segment is taken (CLOSING, pending++), never refused
@@ -61,13 +64,18 @@
  *                  refused PASSES THE WAKE ON: wake all; the model's fix,
  *                  -DDRAFT_NO_PASS_ON without it)
  *
- * THREADS (one script each; CFG_* below)
+ * THREADS (one script each)
  *   thread 0  the drainer: a wide writer, blocking, timed (gives up at
- *             any step) or trylock; then (ROUNDS0 == 2) maybe a narrow
+ *             any step) or trylock (-DDRAINER_BLOCK, -DDRAINER_TIMED:
+ *             one kind); then (ROUNDS0 == 2, the default) maybe a narrow
  *             writer of segment 0 (which may find PLAIN and switch back)
- *   thread 1  a narrow writer of segment 0 or 1 that may grow into the
- *             other segment while it holds (so during a drain)
- *   thread 2  a narrow reader or writer of segment 1
+ *   thread 1  a narrow writer of segment 0 or 1 (-DT1_SEG0: 0) that may
+ *             grow into the other one while it holds (so during a drain)
+ *   thread 2  a narrow reader or writer (-DT2_WRITER: a writer) of the
+ *             last segment
+ * -DNSEG=3: three segments.  Checks off: -DNO_ORDER_CHECK,
+ * -DNO_GUARD_CHECK, -DNO_MODE_CHECK.  -DBUSY_RETRY: refused entries as
+ * busy loops (the cycle check, -DNP / pan -l).
  *
  * PROPERTIES (monitor: every reachable state; fin: end state)
  *   G1        the plain tree and the segments are never both non-empty
@@ -77,12 +85,12 @@
  *             (so a leave dispatched by the top word leaves where it
  *             entered; also asserted at the leave)
  *   MODE      top word PLAIN -> every segment CLOSED
- *   ORDER     while a drain is active, a request present in a segment the
- *             drainer closed was present at the close (the drainer waits
- *             only for requests that entered before its close; later ones
- *             wait behind it)
+ *   ORDER     no (non-grow) entry into a segment the active drainer
+ *             has closed: the drainer waits only for requests present at
+ *             its close, later ones wait behind it (asserted at the entry)
  *   GUARD     pending >= 1 while the drainer is closing (the guard), and
- *             pending >= 1 at every grow into a CLOSED segment
+ *             at every grow into a CLOSED segment (but during a give-up,
+ *             which clears CLOSING and pending after it)
  *   end       nothing present, pending 0, nobody asleep, top word SEG with
  *             every segment OPEN or PLAIN-free with every segment CLOSED;
  *             no invalid end state (a lost wake-up, a stalled entry, a
