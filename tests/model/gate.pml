@@ -72,7 +72,8 @@
  *   thread 1  a narrow writer of segment 0 or 1 (-DT1_SEG0: 0) that may
  *             grow into the other one while it holds (so during a drain)
  *   thread 2  a narrow reader or writer (-DT2_WRITER: a writer) of the
- *             last segment
+ *             last segment; -DT2_SPAN: or a wide asynchronous request
+ *             (spanenter: the spanning path, no drain)
  * -DNSEG=3: three segments.  Checks off: -DNO_ORDER_CHECK,
  * -DNO_GUARD_CHECK, -DNO_MODE_CHECK.  -DBUSY_RETRY: refused entries as
  * busy loops (the cycle check, -DNP / pan -l).
@@ -300,12 +301,12 @@ inline tl_release()
 proctype thr(byte i)
 {
 	byte w, g, g2, m, nm, kind, rnd, mine, dv;
-	bit wide, ws, res, slept, grown, ow;
+	bit wide, span, ws, res, slept, grown, ow;
 
 next:
 	/* ---- the script: choose the request ---- */
 	atomic {
-		wide = 0; kind = K_BLOCK; grown = 0;
+		wide = 0; span = 0; kind = K_BLOCK; grown = 0;
 		if
 		:: i == 0 && rnd == 0 ->
 			wide = 1; wr[i] = 1; m = ALLSEG;
@@ -334,6 +335,10 @@ next:
 #else
 			if :: wr[i] = 1 :: wr[i] = 0 fi
 #endif
+#ifdef T2_SPAN
+			/* or a wide asynchronous request: the spanning path */
+			; if :: true :: wide = 1; span = 1; m = ALLSEG fi
+#endif
 		:: else -> goto done
 		fi
 	}
@@ -343,7 +348,8 @@ dispatch:
 		w = top;
 		if
 		:: w == T_SEG && !wide -> w = 0; goto segenter
-		:: w == T_SEG && wide -> w = 0; goto drain
+		:: w == T_SEG && wide && !span -> w = 0; goto drain
+		:: w == T_SEG && span -> w = 0; goto spanenter
 		:: w == T_DR || w == T_DRS -> w = 0; goto plainpath
 #ifndef MUT_SWITCH_BACK_BUSY
 		:: w == T_FREE && !wide -> goto switchback
@@ -351,7 +357,7 @@ dispatch:
 		/* mutant: a plain tree free of its lock, empty or not */
 		:: (w == T_FREE || w == T_NE || w == T_FAST) && !wide -> goto switchback
 #endif
-		:: w == T_FREE && wide -> w = 0; goto fastpath
+		:: w == T_FREE && wide && !span -> w = 0; goto fastpath
 		:: else -> w = 0; goto plainpath
 		fi
 	}
@@ -386,6 +392,35 @@ segrefused:
 	 * itself, so a livelock is a non-progress cycle */
 #ifndef BUSY_RETRY
 	(top != T_SEG || gst[g] == G_OPEN);
+#endif
+	goto dispatch;
+
+	/* ---- a wide asynchronous request, SEG: the spanning path (no
+	 * drain), every segment checked under all their locks ---- */
+spanenter:
+	atomic {
+		if
+		:: REFUSED(gst[0]) || REFUSED(gst[1])
+#if NSEG == 3
+		   || REFUSED(gst[2])
+#endif
+			-> goto spanrefused
+		:: else ->
+#ifndef NO_ORDER_CHECK
+			assert(!(dact && dvis != 0));	/* ORDER */
+#endif
+			pm[i] = ALLSEG;
+			if :: ALL_SEG_OK(i, m) -> held[i] = 1; um[i] = m :: else fi
+		fi
+	}
+	if
+	:: held[i]
+	:: else -> atomic { ALL_SEG_OK(i, m) -> held[i] = 1; um[i] = m }
+	fi;
+	goto holding;
+spanrefused:
+#ifndef BUSY_RETRY
+	(top != T_SEG || ALL_OPEN);
 #endif
 	goto dispatch;
 
@@ -684,7 +719,7 @@ growrefused:
 
 finished:
 	atomic {
-		g = 0; m = 0; nm = 0; w = 0; wr[i] = 0; kind = 0; wide = 0;
+		g = 0; m = 0; nm = 0; w = 0; wr[i] = 0; kind = 0; wide = 0; span = 0;
 		rnd++
 	}
 	goto next;
