@@ -3464,7 +3464,8 @@ int main(int argc, char **argv)
 	if (wide_on())
 		printf("wide: %g%% of operations, in bursts of %u, %s; a wide range is"
 		       " %" PRIu64 " units or more (0: the whole key space), a narrow"
-		       " one 1 to %" PRIu64 "\n", opt.wide_share, opt.wide_burst,
+		       " one 1 to %" PRIu64 " (0: the kernel's random ranges)\n",
+		       opt.wide_share, opt.wide_burst,
 		       opt.wide_phase_ms ? "in wide phases only" : "all run",
 		       wide_units, opt.max_len);
 	if (opt.wide_phase_ms && wide_on())
