@@ -909,6 +909,8 @@ static int make_wide(struct rng *r, int kind, uint64_t *a, uint64_t *b, uint64_t
 	} else {
 		*last = *start + (len - 1);
 	}
+	if (opt.bind && *last > (uint64_t)INT64_MAX)
+		return make_wide(r, 0, a, b, start, last); /* (past off_t: whole) */
 	pool_part(*start, *last, a, b);
 	return kind;
 }
