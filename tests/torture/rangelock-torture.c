@@ -48,6 +48,11 @@
  * grow/shrink of held ranges; the shadow array then treats one thread's
  * requests as one owner (see multi_op() and README.md).
  *
+ * --wide makes a share of the operations wide: on a segmented tree their
+ * request meets every segment (the whole range, the pool, S to 2S stripes)
+ * while the others stay within a stripe, in bursts per thread and in
+ * narrow/wide phases of all threads (see make_wide() and README.md).
+ *
  * --bind binds the tree to a temporary file (range_lock_tree_set_file()):
  * every call takes the OFD level too (alone on the file, it never waits
  * there), and at the end another description of the file must find no
