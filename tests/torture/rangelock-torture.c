@@ -48,6 +48,11 @@
  * grow/shrink of held ranges; the shadow array then treats one thread's
  * requests as one owner (see multi_op() and README.md).
  *
+ * --wide makes a share of the operations wide: on a segmented tree their
+ * request meets every segment (the whole range, the pool, S to 2S stripes)
+ * while the others stay within a stripe, in bursts per thread and in
+ * narrow/wide phases of all threads (see make_wide() and README.md).
+ *
  * --bind binds the tree to a temporary file (range_lock_tree_set_file()):
  * every call takes the OFD level too (alone on the file, it never waits
  * there), and at the end another description of the file must find no
@@ -140,6 +145,9 @@ static struct options {
 	double async_share;        /* percent of operations that submit asynchronously */
 	double grow_share;         /* percent of operations that grow/shrink */
 	unsigned seg_n, seg_shift; /* --segments=S:K (range_lock_tree_set_segments) */
+	double wide_share;         /* --wide: percent of operations that are wide */
+	unsigned wide_burst;       /* --wide-burst: wide operations in a row */
+	unsigned wide_phase_ms;    /* --wide-phase-ms: narrow/wide phases; 0: none */
 } opt = {
 	.type = T_RANGE,
 	.readers = -1,
@@ -156,6 +164,7 @@ static struct options {
 	.cancel_ms = 5,
 	.timeout_us = 50,
 	.watchdog_s = 10,
+	.wide_burst = 1,
 };
 
 static bool type_is_range(void)
@@ -340,6 +349,16 @@ struct slot {
 	_Atomic uint64_t asyncs, async_queued, async_withdrawn, async_late_cancel;
 	_Atomic uint64_t stats_slack;  /* set members the library may count as
 					* acquired although the set gave up */
+	/* --wide: wide operations tried and held, by kind of range (whole,
+	 * pool, spread: see make_wide()); sets with a wide member held; grows
+	 * of a narrow request to a wide range tried and done, shrinks back */
+	_Atomic uint64_t wide_tried, wide_held[3], wide_sets, wide_grows, wide_grown;
+	_Atomic uint64_t wide_shrunk_back;
+	/* single wide requests by call, and their give-ups (busy, -EINTR,
+	 * -ETIMEDOUT, -EINVAL); downgraded; asynchronous, withdrawn */
+	_Atomic uint64_t wide_calls[NR_CALLS], wide_gave_up, wide_downgrades;
+	_Atomic uint64_t wide_async, wide_async_withdrawn;
+	unsigned burst_left;           /* wide operations left in this burst */
 	/* --xunlock: a hold handed to the unlocker thread, which unmarks
 	 * [x_a, x_b] and unlocks it, then clears x_req. */
 	_Atomic(struct range_lock *) x_req;
@@ -798,11 +817,122 @@ static enum call pick_call(struct rng *r)
 	return c;
 }
 
-/* Pool units [*a, *b] to check and library units [*start, *last] to lock. */
-static void make_range(struct rng *r, uint64_t *a, uint64_t *b, uint64_t *start,
-		       uint64_t *last)
+/*
+ * ---- wide requests (--wide, --wide-burst, --wide-phase-ms) ----------------
+ * On a segmented tree a WIDE request meets every segment: its range is at
+ * least S stripes long (wide_units).  Three kinds, drawn in equal shares:
+ *   0 whole:  [0, RANGE_LOCK_FULL];
+ *   1 pool:   from the pool's first unit, the whole pool or S stripes,
+ *             whichever is longer (beyond the pool when the stripes are
+ *             larger than it);
+ *   2 spread: from a random unit of the pool, S to 2S stripes long.
+ * The range may run past the pool (and below it, at the top of the key
+ * space): the shadow array checks the units of the pool it covers, and
+ * every other request meets the pool, so any conflict it has shows there.
+ * With --wide the other requests are NARROW: 1 to one stripe long (they
+ * meet one or two segments), unless --max-len says otherwise.  Without
+ * segments a wide request is as long as the pool.
+ */
+static uint64_t wide_units;      /* 0: the whole key space (S << K overflows) */
+static uint64_t run_start_ns;    /* for --wide-phase-ms */
+static const char *const wide_kind_names[] = { "whole", "pool", "spread" };
+
+static bool wide_on(void)
 {
-	if (type_is_whole() || (opt.type == T_RANGE && chance(r, opt.full_share))) {
+	return opt.wide_share > 0 && type_is_range() && opt.type != T_RANGE_FULL;
+}
+
+/* --wide-phase-ms: is the run in a narrow phase (no wide or whole request
+ * at all)?  Phases alternate, narrow first, by the clock: every thread
+ * changes together. */
+static bool narrow_phase(void)
+{
+	if (!opt.wide_phase_ms)
+		return false;
+	return (((now_ns() - run_start_ns) / (opt.wide_phase_ms * 1000000ull)) & 1) == 0;
+}
+
+/* Is this operation of @s wide?  A drawn wide operation starts a burst of
+ * --wide-burst of them. */
+static bool want_wide(struct slot *s, struct rng *r)
+{
+	if (!wide_on())
+		return false;
+	if (narrow_phase()) {
+		s->burst_left = 0;
+		return false;
+	}
+	if (s->burst_left) {
+		s->burst_left--;
+		return true;
+	}
+	if (!chance(r, opt.wide_share))
+		return false;
+	s->burst_left = opt.wide_burst - 1;
+	return true;
+}
+
+/* Library units [start, last] to pool units [*a, *b] (the pool part). */
+static void pool_part(uint64_t start, uint64_t last, uint64_t *a, uint64_t *b)
+{
+	*a = start <= opt.base ? 0 : start - opt.base;
+	*b = last - opt.base >= opt.pool - 1 || last < opt.base ? opt.pool - 1
+								  : last - opt.base;
+}
+
+/* A wide range of kind @kind (-1: random): library units [*start, *last],
+ * its pool part [*a, *b]. */
+static int make_wide(struct rng *r, int kind, uint64_t *a, uint64_t *b, uint64_t *start,
+		     uint64_t *last)
+{
+	uint64_t len, top = opt.base + (opt.pool - 1);
+
+	if (kind < 0)
+		kind = (int)(rnd(r) % 3);
+	if (kind == 0 || !wide_units) {
+		*start = 0;
+		*last = RANGE_LOCK_FULL;
+		*a = 0;
+		*b = opt.pool - 1;
+		return 0;
+	}
+	if (kind == 1) {
+		*start = opt.base;
+		len = wide_units > opt.pool ? wide_units : opt.pool;
+	} else {
+		*start = opt.base + rnd(r) % opt.pool;
+		len = wide_units + rnd(r) % (wide_units < UINT64_MAX ? wide_units + 1 : 1);
+		if (len < wide_units)
+			len = wide_units; /* (wrapped) */
+	}
+	if (*start > UINT64_MAX - (len - 1)) {
+		/* Past the top of the key space: end there, start lower. */
+		*last = UINT64_MAX;
+		*start = UINT64_MAX - (len - 1);
+		if (*start > top)
+			*start = top;
+	} else {
+		*last = *start + (len - 1);
+	}
+	if (opt.bind && *last > (uint64_t)INT64_MAX)
+		return make_wide(r, 0, a, b, start, last); /* (past off_t: whole) */
+	pool_part(*start, *last, a, b);
+	return kind;
+}
+
+/* Pool units [*a, *b] to check and library units [*start, *last] to lock;
+ * @wide (--wide): a wide range, counted in @s. */
+static void make_range(struct slot *s, struct rng *r, bool wide, uint64_t *a, uint64_t *b,
+		       uint64_t *start, uint64_t *last, int *kind)
+{
+	*kind = -1;
+	if (wide && !type_is_whole()) {
+		*kind = make_wide(r, -1, a, b, start, last);
+		INC(s->wide_tried);
+		return;
+	}
+	if (type_is_whole() || (opt.type == T_RANGE && !narrow_phase() &&
+				chance(r, opt.full_share))) {
 		*a = 0;
 		*b = opt.pool - 1;
 		*start = 0;
@@ -928,7 +1058,7 @@ static bool word_chance(const struct range_lock *rl, bool writer, enum call c)
 	return v > 7;
 }
 
-static void multi_op(struct slot *s, struct rng *r, bool set);
+static void multi_op(struct slot *s, struct rng *r, bool set, bool wide);
 
 /*
  * ---- asynchronous requests (range_*_lock_async, range_lock_async_cancel) --
@@ -955,15 +1085,15 @@ static void async_completed(struct range_lock_async *a, int status)
 	atomic_fetch_add_explicit(&q->calls, 1, memory_order_release); /* last touch */
 }
 
-static void async_op(struct slot *s, struct rng *r)
+static void async_op(struct slot *s, struct rng *r, bool wide)
 {
 	struct async_req q;
 	uint64_t a, b, start, last;
 	bool writer = s->writer;
-	int ret, cancel_state;
+	int ret, cancel_state, kind;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
-	make_range(r, &a, &b, &start, &last);
+	make_range(s, r, wide, &a, &b, &start, &last, &kind);
 	atomic_init(&q.calls, 0);
 	atomic_init(&q.status, 0);
 	if (range_lock_async_init(&q.a, start, last, async_completed, NULL))
@@ -975,6 +1105,8 @@ static void async_op(struct slot *s, struct rng *r)
 				 : range_read_lock_async(&tree, &q.a);
 	INC(s->asyncs);
 	INC(s->progress);
+	if (kind >= 0)
+		INC(s->wide_async);
 	if (ret == -EINPROGRESS) {
 		INC(s->async_queued);
 		if (rnd(r) & 1) {
@@ -983,6 +1115,8 @@ static void async_op(struct slot *s, struct rng *r)
 			ret = range_lock_async_cancel(&tree, &q.a);
 			if (ret == 0) {
 				INC(s->async_withdrawn);
+				if (kind >= 0)
+					INC(s->wide_async_withdrawn);
 				if (atomic_load(&q.calls))
 					slot_error(s, "completion of a withdrawn asynchronous request");
 				set_state(s, S_IDLE);
@@ -1004,6 +1138,8 @@ static void async_op(struct slot *s, struct rng *r)
 		slot_error(s, "completion of an asynchronous request held at submission");
 	}
 	INC(s->acquired);
+	if (kind >= 0)
+		INC(s->wide_held[kind]);
 	set_state(s, S_HOLDING);
 	shadow_enter(s, writer, a, b);
 	hold(s, r);
@@ -1020,30 +1156,31 @@ static void one_op(struct slot *s, struct rng *r)
 {
 	struct range_lock rl;
 	uint64_t a, b, start, last, t0, arrivals;
-	bool writer = s->writer, chance_;
+	bool writer = s->writer, chance_, wide = want_wide(s, r);
 	enum outcome out;
 	enum call c;
+	int kind;
 
 	if (!type_is_whole() && chance(r, opt.many_share)) {
 		if (opt.expect_word_mode)
 			INC(wm_tree_arrivals);
-		multi_op(s, r, true);
+		multi_op(s, r, true, wide);
 		return;
 	}
 	if (!type_is_whole() && chance(r, opt.grow_share)) {
 		if (opt.expect_word_mode)
 			INC(wm_tree_arrivals);
-		multi_op(s, r, false);
+		multi_op(s, r, false, wide);
 		return;
 	}
 	if (type_is_range() && chance(r, opt.async_share)) {
 		if (opt.expect_word_mode)
 			INC(wm_tree_arrivals);
-		async_op(s, r);
+		async_op(s, r, wide);
 		return;
 	}
 	c = pick_call(r);
-	make_range(r, &a, &b, &start, &last);
+	make_range(s, r, wide, &a, &b, &start, &last, &kind);
 	range_lock_init(&rl, start, last);
 	SET(s->cur_start, start);
 	SET(s->cur_last, last);
@@ -1062,6 +1199,11 @@ static void one_op(struct slot *s, struct rng *r)
 		SET(s->max_wait_ns, t0);
 	INC(s->by_call[c]);
 	INC(s->progress);
+	if (kind >= 0) {
+		INC(s->wide_calls[c]);
+		if (out != GOT)
+			INC(s->wide_gave_up);
+	}
 	switch (out) {
 	case GOT:
 		break;
@@ -1086,6 +1228,8 @@ static void one_op(struct slot *s, struct rng *r)
 		return;
 	}
 	INC(s->acquired);
+	if (kind >= 0)
+		INC(s->wide_held[kind]);
 	/* A fast-held request's owner_tid is a slot tag (bit 31), never a
 	 * thread id (issue 13); read by its own thread, which wrote it. */
 	if (!writer && type_is_range() && (rl.owner_tid & 0x80000000u))
@@ -1111,6 +1255,8 @@ static void one_op(struct slot *s, struct rng *r)
 			INC(wm_tree_arrivals);
 		do_downgrade(&rl);
 		INC(s->downgrades);
+		if (kind >= 0)
+			INC(s->wide_downgrades);
 		hold(s, r);
 		shadow_check(s, false, a, b, "after downgrade, before unlock");
 		shadow_leave(false, a, b);
@@ -1161,10 +1307,24 @@ static void one_op(struct slot *s, struct rng *r)
 #define MR_MAX 3
 
 struct mr_desc {
-	uint64_t a, b;   /* pool units */
+	uint64_t a, b;   /* pool units (the pool part of a wide range) */
+	uint64_t ls, ll; /* library units: the request's range */
 	int mode;        /* RANGE_LOCK_READ / RANGE_LOCK_WRITE */
 	bool in;         /* held */
 };
+
+/* The library range of pool units [a, b], or of @d's range changed to
+ * pool units [na, nb]: an end that did not move keeps the library's (a
+ * wide range runs past the pool), one that moved is in the pool. */
+static uint64_t mr_ls(const struct mr_desc *d, uint64_t na)
+{
+	return na == d->a ? d->ls : opt.base + na;
+}
+
+static uint64_t mr_ll(const struct mr_desc *d, uint64_t nb)
+{
+	return nb == d->b ? d->ll : opt.base + nb;
+}
 
 struct mr_hold {
 	struct slot *s;
@@ -1399,11 +1559,10 @@ static enum outcome mr_lock_many(struct slot *s, struct rng *r,
 
 /* Grow request @i of @h to pool units [na, nb] with call @c. */
 static enum outcome mr_grow(struct mr_hold *h, struct rng *r, unsigned i,
-			    uint64_t na, uint64_t nb, enum call c)
+			    uint64_t st, uint64_t la, enum call c)
 {
 	struct slot *s = h->s;
 	struct range_lock *rl = &h->rl[i];
-	uint64_t st = opt.base + na, la = opt.base + nb;
 	struct deadline d;
 	sig_atomic_t sig0;
 	uint64_t cancels0;
@@ -1501,8 +1660,8 @@ static void mr_do_grow(struct mr_hold *h, struct rng *r, bool lane, uint64_t lo,
 	struct slot *s = h->s;
 	unsigned i = mr_pick_held(h, r);
 	struct mr_desc nd[MR_MAX];
-	uint64_t a = h->d[i].a, b = h->d[i].b, na, nb, os, ol;
-	uint64_t ext = opt.max_len ? opt.max_len : 64;
+	uint64_t a = h->d[i].a, b = h->d[i].b, na, nb, os, ol, nls, nll;
+	uint64_t ext = opt.max_len > 1 ? opt.max_len : opt.max_len ? 2 : 64;
 	bool bad = chance(r, 3), selfc;
 	enum call c = pick_call(r);
 	enum outcome out;
@@ -1538,6 +1697,8 @@ static void mr_do_grow(struct mr_hold *h, struct rng *r, bool lane, uint64_t lo,
 		c = (rnd(r) & 1) ? C_TRY : C_TIMED;
 	os = h->rl[i].start;
 	ol = h->rl[i].last;
+	nls = mr_ls(&h->d[i], na);
+	nll = mr_ll(&h->d[i], nb);
 	if (bad) {
 		/* Not a super-range: -EINVAL at once from every call, nothing
 		 * changed. */
@@ -1546,29 +1707,28 @@ static void mr_do_grow(struct mr_hold *h, struct rng *r, bool lane, uint64_t lo,
 
 		switch (rnd(r) % 3) {
 		case 0:
-			ret = range_lock_grow(&tree, &h->rl[i], opt.base + na, opt.base + nb);
+			ret = range_lock_grow(&tree, &h->rl[i], nls, nll);
 			break;
 		case 1:
-			ret = range_lock_grow_try(&tree, &h->rl[i], opt.base + na,
-						  opt.base + nb);
+			ret = range_lock_grow_try(&tree, &h->rl[i], nls, nll);
 			break;
 		default:
-			ret = range_lock_grow_timed(&tree, &h->rl[i], opt.base + na,
-						    opt.base + nb, CLOCK_MONOTONIC, &ts);
+			ret = range_lock_grow_timed(&tree, &h->rl[i], nls, nll,
+						    CLOCK_MONOTONIC, &ts);
 			break;
 		}
 		if (ret != -EINVAL || h->rl[i].start != os || h->rl[i].last != ol)
 			slot_error(s, "grow of [%" PRIu64 ", %" PRIu64 "] to the non-super-range"
 				   " [%" PRIu64 ", %" PRIu64 "] returned %d, left [%" PRIu64
-				   ", %" PRIu64 "]", os, ol, opt.base + na, opt.base + nb, ret,
+				   ", %" PRIu64 "]", os, ol, nls, nll, ret,
 				   h->rl[i].start, h->rl[i].last);
 		return;
 	}
-	SET(s->cur_start, opt.base + na);
-	SET(s->cur_last, opt.base + nb);
+	SET(s->cur_start, nls);
+	SET(s->cur_last, nll);
 	SET(s->call, c);
 	set_state(s, S_LOCKING);
-	out = mr_grow(h, r, i, na, nb, c);
+	out = mr_grow(h, r, i, nls, nll, c);
 	INC(s->by_call[c]);
 	INC(s->progress);
 	INC(s->grows);
@@ -1584,50 +1744,132 @@ static void mr_do_grow(struct mr_hold *h, struct rng *r, bool lane, uint64_t lo,
 	if (selfc)
 		slot_error(s, "grow of a set's request into a conflicting sibling"
 			   " succeeded (it must wait for itself)");
-	if (h->rl[i].start != opt.base + na || h->rl[i].last != opt.base + nb)
+	if (h->rl[i].start != nls || h->rl[i].last != nll)
 		slot_error(s, "grow returned success but the request is [%" PRIu64 ", %"
 			   PRIu64 "], not [%" PRIu64 ", %" PRIu64 "]", h->rl[i].start,
-			   h->rl[i].last, opt.base + na, opt.base + nb);
-	if (na != a || nb != b)
+			   h->rl[i].last, nls, nll);
+	if (nls != os || nll != ol)
 		INC(s->acquired);
 	memcpy(nd, h->d, sizeof(nd));
 	nd[i].a = na;
 	nd[i].b = nb;
+	nd[i].ls = nls;
+	nd[i].ll = nll;
 	shadow_move(s, h->d, nd, h->n, "after grow");
 	memcpy(h->d, nd, sizeof(nd));
+}
+
+/* Shrink request @i of @h to pool units [na, nb], library units [ls, ll]. */
+static void mr_shrink_to(struct mr_hold *h, unsigned i, uint64_t na, uint64_t nb,
+			 uint64_t ls, uint64_t ll)
+{
+	struct slot *s = h->s;
+	struct mr_desc nd[MR_MAX];
+	int ret;
+
+	memcpy(nd, h->d, sizeof(nd));
+	nd[i].a = na;
+	nd[i].b = nb;
+	nd[i].ls = ls;
+	nd[i].ll = ll;
+	shadow_move(s, h->d, nd, h->n, "before shrink");
+	memcpy(h->d, nd, sizeof(nd));
+	ret = range_lock_shrink(&tree, &h->rl[i], ls, ll);
+	INC(s->shrinks);
+	if (ret || h->rl[i].start != ls || h->rl[i].last != ll)
+		slot_error(s, "range_lock_shrink returned %d, request [%" PRIu64 ", %"
+			   PRIu64 "] (wanted [%" PRIu64 ", %" PRIu64 "])", ret,
+			   h->rl[i].start, h->rl[i].last, ls, ll);
+}
+
+/*
+ * --wide: grow held request @i to a wide range (a super-range of its own:
+ * a narrow request to the whole range, the pool, or a spread), by _try or
+ * _timed only (two holders growing over each other's ranges wait for each
+ * other for good: a deadlock by design); then, half the time, shrink it
+ * back to what it was.
+ */
+static void mr_do_grow_wide(struct mr_hold *h, struct rng *r, unsigned i)
+{
+	struct slot *s = h->s;
+	struct mr_desc nd[MR_MAX], old = h->d[i];
+	uint64_t na, nb, nls, nll;
+	enum call c = (rnd(r) & 1) ? C_TRY : C_TIMED;
+	enum outcome out;
+	bool selfc;
+
+	make_wide(r, -1, &na, &nb, &nls, &nll);
+	if (nls > old.ls)
+		nls = old.ls;
+	if (nll < old.ll)
+		nll = old.ll;
+	pool_part(nls, nll, &na, &nb);
+	selfc = mr_sibling_conflict(h, i, na, nb);
+	SET(s->cur_start, nls);
+	SET(s->cur_last, nll);
+	SET(s->call, c);
+	set_state(s, S_LOCKING);
+	out = mr_grow(h, r, i, nls, nll, c);
+	INC(s->by_call[c]);
+	INC(s->progress);
+	INC(s->grows);
+	INC(s->wide_grows);
+	set_state(s, S_HOLDING);
+	mr_count(s, out);
+	if (out != GOT) {
+		if (h->rl[i].start != old.ls || h->rl[i].last != old.ll)
+			slot_error(s, "failed grow to a wide range (%s) left [%" PRIu64 ", %"
+				   PRIu64 "], was [%" PRIu64 ", %" PRIu64 "]", call_names[c],
+				   h->rl[i].start, h->rl[i].last, old.ls, old.ll);
+		return;
+	}
+	if (selfc)
+		slot_error(s, "grow of a set's request to a wide range over a conflicting"
+			   " sibling succeeded (it must wait for itself)");
+	if (h->rl[i].start != nls || h->rl[i].last != nll)
+		slot_error(s, "grow to a wide range returned success but the request is [%"
+			   PRIu64 ", %" PRIu64 "], not [%" PRIu64 ", %" PRIu64 "]",
+			   h->rl[i].start, h->rl[i].last, nls, nll);
+	if (nls != old.ls || nll != old.ll)
+		INC(s->acquired);
+	INC(s->wide_grown);
+	memcpy(nd, h->d, sizeof(nd));
+	nd[i].a = na;
+	nd[i].b = nb;
+	nd[i].ls = nls;
+	nd[i].ll = nll;
+	shadow_move(s, h->d, nd, h->n, "after grow to a wide range");
+	memcpy(h->d, nd, sizeof(nd));
+	hold(s, r);
+	shadow_check_set(s, h->d, h->n, "after grow to a wide range");
+	if (rnd(r) & 1) {
+		mr_shrink_to(h, i, old.a, old.b, old.ls, old.ll);
+		INC(s->wide_shrunk_back);
+	}
 }
 
 static void mr_do_shrink(struct mr_hold *h, struct rng *r)
 {
 	struct slot *s = h->s;
 	unsigned i = mr_pick_held(h, r);
-	struct mr_desc nd[MR_MAX];
 	uint64_t a = h->d[i].a, b = h->d[i].b, na, nb;
 	int ret;
 
 	na = a + rnd(r) % (b - a + 1);
 	nb = na + rnd(r) % (b - na + 1);
 	if (chance(r, 3) && (a > 0 || b < opt.pool - 1)) {
-		/* Not a sub-range: -EINVAL, nothing changed. */
-		uint64_t xa = a > 0 ? a - 1 : a, xb = a > 0 ? b : b + 1;
+		/* Not a sub-range: -EINVAL, nothing changed.  (a > 0: the
+		 * range starts in the pool; else it ends there.) */
+		uint64_t xs = a > 0 ? opt.base + a - 1 : h->d[i].ls;
+		uint64_t xl = a > 0 ? h->d[i].ll : opt.base + b + 1;
 
-		ret = range_lock_shrink(&tree, &h->rl[i], opt.base + xa, opt.base + xb);
-		if (ret != -EINVAL || h->rl[i].start != opt.base + a ||
-		    h->rl[i].last != opt.base + b)
+		ret = range_lock_shrink(&tree, &h->rl[i], xs, xl);
+		if (ret != -EINVAL || h->rl[i].start != h->d[i].ls ||
+		    h->rl[i].last != h->d[i].ll)
 			slot_error(s, "range_lock_shrink to a super-range returned %d", ret);
 		return;
 	}
-	memcpy(nd, h->d, sizeof(nd));
-	nd[i].a = na;
-	nd[i].b = nb;
-	shadow_move(s, h->d, nd, h->n, "before shrink");
-	memcpy(h->d, nd, sizeof(nd));
-	ret = range_lock_shrink(&tree, &h->rl[i], opt.base + na, opt.base + nb);
-	INC(s->shrinks);
-	if (ret || h->rl[i].start != opt.base + na || h->rl[i].last != opt.base + nb)
-		slot_error(s, "range_lock_shrink returned %d, request [%" PRIu64 ", %"
-			   PRIu64 "] (wanted [%" PRIu64 ", %" PRIu64 "])", ret,
-			   h->rl[i].start, h->rl[i].last, opt.base + na, opt.base + nb);
+	mr_shrink_to(h, i, na, nb, mr_ls(&h->d[i], na), mr_ll(&h->d[i], nb));
 }
 
 static void mr_unlock_one(struct mr_hold *h, unsigned i)
@@ -1644,12 +1886,14 @@ static void mr_unlock_one(struct mr_hold *h, unsigned i)
 		range_read_unlock(&tree, &h->rl[i]);
 }
 
-static void multi_op(struct slot *s, struct rng *r, bool set)
+static void multi_op(struct slot *s, struct rng *r, bool set, bool wide)
 {
 	struct mr_hold h;
 	struct range_lock_item it[MR_MAX];
 	struct mr_desc none[MR_MAX];
-	bool lane = false;
+	bool lane = false, grow_wide = false;
+	int wide_kind = -1;
+	unsigned wide_i = 0;
 	uint64_t lo = 0, hi = opt.pool - 1;
 	unsigned steps;
 	enum outcome out;
@@ -1688,7 +1932,25 @@ static void multi_op(struct slot *s, struct rng *r, bool set)
 		if (s->writer && h.d[0].mode == RANGE_LOCK_READ &&
 		    h.d[1].mode == RANGE_LOCK_READ)
 			h.d[0].mode = RANGE_LOCK_WRITE;
+		if (wide) {
+			/* A wide member (it meets the lanes: the set waits by
+			 * _try or _timed then, see below).  Bound: every member
+			 * reads (the wide one overlaps the others). */
+			wide_i = (unsigned)(rnd(r) % h.n);
+			wide_kind = make_wide(r, -1, &h.d[wide_i].a, &h.d[wide_i].b,
+					      &h.d[wide_i].ls, &h.d[wide_i].ll);
+			INC(s->wide_tried);
+			for (unsigned i = 0; opt.bind && i < h.n; i++)
+				h.d[i].mode = RANGE_LOCK_READ;
+		}
+	} else if (wide && (rnd(r) & 1)) {
+		/* Locked wide, then grown, shrunk (the way back to narrow). */
+		h.d[0].mode = s->writer ? RANGE_LOCK_WRITE : RANGE_LOCK_READ;
+		wide_kind = make_wide(r, -1, &h.d[0].a, &h.d[0].b, &h.d[0].ls, &h.d[0].ll);
+		INC(s->wide_tried);
 	} else {
+		/* (wide: locked narrow, then grown to a wide range) */
+		grow_wide = wide;
 		h.d[0].mode = s->writer ? RANGE_LOCK_WRITE : RANGE_LOCK_READ;
 		if (lane_len && (rnd(r) & 1)) {
 			lane = true;
@@ -1700,14 +1962,22 @@ static void multi_op(struct slot *s, struct rng *r, bool set)
 		}
 	}
 	for (unsigned i = 0; i < h.n; i++) {
-		range_lock_init(&h.rl[i], opt.base + h.d[i].a, opt.base + h.d[i].b);
+		if (wide_kind < 0 || i != wide_i) {
+			h.d[i].ls = opt.base + h.d[i].a;
+			h.d[i].ll = opt.base + h.d[i].b;
+		}
+		range_lock_init(&h.rl[i], h.d[i].ls, h.d[i].ll);
 		it[i].lock = &h.rl[i];
 		it[i].mode = mr_lib_mode(h.d[i].mode);
 		none[i] = h.d[i];
 		none[i].in = false;
 	}
-	SET(s->cur_start, opt.base + h.d[0].a);
-	SET(s->cur_last, opt.base + h.d[0].b);
+	/* A set with a wide member meets the lanes, where blocking grows
+	 * wait: it must not wait for good (see above). */
+	if (set && wide_kind >= 0 && lane_len && c != C_TRY && c != C_TIMED)
+		c = (rnd(r) & 1) ? C_TRY : C_TIMED;
+	SET(s->cur_start, h.d[0].ls);
+	SET(s->cur_last, h.d[0].ll);
 	SET(s->call, c);
 	set_state(s, S_LOCKING);
 	t0 = now_ns();
@@ -1733,16 +2003,28 @@ static void multi_op(struct slot *s, struct rng *r, bool set)
 	}
 	if (set)
 		INC(s->sets);
+	if (wide_kind >= 0) {
+		INC(s->wide_held[wide_kind]);
+		if (set)
+			INC(s->wide_sets);
+	}
 	atomic_fetch_add(&s->acquired, h.n);
 	for (unsigned i = 0; i < h.n; i++)
 		h.d[i].in = true;
 	set_state(s, S_HOLDING);
 	shadow_move(s, none, h.d, h.n, set ? "on entry (set)" : "on entry");
 	hold(s, r);
+	if (grow_wide) {
+		mr_do_grow_wide(&h, r, 0);
+		shadow_check_set(s, h.d, h.n, "after a change");
+		lane = false; /* (it may have left its lane: no blocking grow) */
+	}
 	for (steps = (unsigned)(rnd(r) % 4); steps; steps--) {
 		unsigned what = (unsigned)(rnd(r) % 4);
 
-		if (what <= 1 && (chance(r, opt.grow_share) || !set))
+		if (what <= 1 && wide && set && chance(r, opt.grow_share))
+			mr_do_grow_wide(&h, r, mr_pick_held(&h, r));
+		else if (what <= 1 && (chance(r, opt.grow_share) || !set))
 			mr_do_grow(&h, r, lane, lo, hi);
 		else if (what == 2 && (chance(r, opt.grow_share) || !set))
 			mr_do_shrink(&h, r);
@@ -1961,6 +2243,37 @@ static void *stats_reader_thread(void *arg)
 			have_prev = true;
 		}
 		sleep_ns(100000);
+	}
+	return NULL;
+}
+
+/*
+ * --wide on a segmented tree: a monitor samples the tree's lock word about
+ * every 50 us and counts the samples in each mode and the changes between
+ * them: the gate's segments mode (the word TL_SEGMENTED, 2, or draining, 5
+ * or 7) and its plain mode (anything else).  Printed, not judged: a library
+ * without the gate stays in segments mode for the whole run.
+ */
+static struct {
+	_Atomic uint64_t samples, seg, plain, switches;
+} gm;
+static atomic_bool gm_stop;
+
+static void *gate_monitor_thread(void *arg)
+{
+	int last = -1;
+
+	(void)arg;
+	while (!atomic_load(&gm_stop)) {
+		uintptr_t v = __atomic_load_n(&tree.lock_word, __ATOMIC_RELAXED);
+		int seg = v == 2 || v == 5 || v == 7;
+
+		INC(gm.samples);
+		INC(*(seg ? &gm.seg : &gm.plain));
+		if (last >= 0 && seg != last)
+			INC(gm.switches);
+		last = seg;
+		sleep_ns(50000);
 	}
 	return NULL;
 }
@@ -2449,6 +2762,13 @@ static void usage(FILE *f)
 "  --bind              bind the tree to a temporary file (after --segments):\n"
 "                      every hold takes its OFD lock too; at the end another\n"
 "                      description must find no lock left on the file\n"
+"  --wide=P            percent of operations that are wide: their request (a\n"
+"                      set's member, a grow's target) meets every segment:\n"
+"                      [0, RANGE_LOCK_FULL], the pool, or S to 2S stripes;\n"
+"                      the other ranges are narrow: one stripe at most (0)\n"
+"  --wide-burst=N      a thread's wide operations come N in a row (1)\n"
+"  --wide-phase-ms=MS  alternate narrow phases (no wide or whole request) and\n"
+"                      wide phases of MS each, all threads together (0: off)\n"
 "  --help\n"
 "environment: RANGELOCK_TORTURE_DURATION_SCALE=F multiplies --duration by F\n"
 "  (0 < F <= 100; the test command's sanitizer and other-platform stages\n"
@@ -2536,6 +2856,7 @@ static void parse_options(int argc, char **argv)
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
 		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST, O_EXPWORD,
 		O_MANY, O_GROW, O_ASYNCSHARE, O_SEGMENTS, O_STATSREADER, O_BIND,
+		O_WIDE, O_WIDEBURST, O_WIDEPHASE,
 	};
 	static const struct option longopts[] = {
 		{ "type", required_argument, 0, O_TYPE },
@@ -2578,6 +2899,9 @@ static void parse_options(int argc, char **argv)
 		{ "expect-word-mode", no_argument, 0, O_EXPWORD },
 		{ "stats-reader", no_argument, 0, O_STATSREADER },
 		{ "bind", no_argument, 0, O_BIND },
+		{ "wide", required_argument, 0, O_WIDE },
+		{ "wide-burst", required_argument, 0, O_WIDEBURST },
+		{ "wide-phase-ms", required_argument, 0, O_WIDEPHASE },
 		{ "help", no_argument, 0, O_HELP },
 		{ 0, 0, 0, 0 },
 	};
@@ -2771,6 +3095,20 @@ static void parse_options(int argc, char **argv)
 		case O_BIND:
 			opt.bind = true;
 			break;
+		case O_WIDE:
+			if (!parse_double(optarg, &opt.wide_share) || opt.wide_share > 100)
+				bad_option(name, optarg);
+			break;
+		case O_WIDEBURST:
+			if (!parse_u64(optarg, &v) || !v || v > 1000000)
+				bad_option(name, optarg);
+			opt.wide_burst = (unsigned)v;
+			break;
+		case O_WIDEPHASE:
+			if (!parse_u64(optarg, &v) || v > 1000000)
+				bad_option(name, optarg);
+			opt.wide_phase_ms = (unsigned)v;
+			break;
 		case O_HELP:
 		case 'h':
 			usage(stdout);
@@ -2819,6 +3157,19 @@ static void parse_options(int argc, char **argv)
 		fprintf(stderr, "rangelock-torture: --segments needs a range type, "
 			"without --expect-fast-reads\n");
 		exit(2);
+	}
+	if (wide_on()) {
+		/* S stripes meet every segment (0: the whole key space). */
+		unsigned log2n = 0;
+
+		while (opt.seg_n >> (log2n + 1))
+			log2n++;
+		wide_units = !opt.seg_n ? opt.pool :
+			     opt.seg_shift + log2n >= 64 ? 0 : (uint64_t)opt.seg_n << opt.seg_shift;
+		/* Narrow requests: one stripe at most (one or two segments). */
+		if (opt.seg_n && !opt.max_len)
+			opt.max_len = opt.seg_shift >= 63 || (1ull << opt.seg_shift) > opt.pool ?
+				      opt.pool : 1ull << opt.seg_shift;
 	}
 	if (opt.storm < 0)
 		opt.storm = opt.calls[C_INTR];
@@ -2954,6 +3305,22 @@ static void print_calls(void)
 		printf("Asynchronous: %" PRIu64 " submitted, %" PRIu64 " queued, %" PRIu64
 		       " withdrawn, %" PRIu64 " cancels too late (granted)\n", SUM(asyncs),
 		       SUM(async_queued), SUM(async_withdrawn), SUM(async_late_cancel));
+	if (wide_on())
+		printf("Wide: %" PRIu64 " requests tried, held: %s %" PRIu64 ", %s %" PRIu64
+		       ", %s %" PRIu64 "; sets with a wide member held %" PRIu64 "; grows"
+		       " to a wide range %" PRIu64 " (done %" PRIu64 ", shrunk back %"
+		       PRIu64 ")\n", SUM(wide_tried), wide_kind_names[0], SUM(wide_held[0]),
+		       wide_kind_names[1], SUM(wide_held[1]), wide_kind_names[2],
+		       SUM(wide_held[2]), SUM(wide_sets), SUM(wide_grows), SUM(wide_grown),
+		       SUM(wide_shrunk_back));
+	if (wide_on())
+		printf("Wide calls: plain %" PRIu64 ", try %" PRIu64 ", intr %" PRIu64
+		       ", kill %" PRIu64 ", timed %" PRIu64 " (%" PRIu64 " gave up: busy,"
+		       " EINTR, ETIMEDOUT, EINVAL); downgraded %" PRIu64 "; asynchronous %"
+		       PRIu64 " (withdrawn %" PRIu64 ")\n", SUM(wide_calls[C_PLAIN]),
+		       SUM(wide_calls[C_TRY]), SUM(wide_calls[C_INTR]),
+		       SUM(wide_calls[C_KILL]), SUM(wide_calls[C_TIMED]), SUM(wide_gave_up),
+		       SUM(wide_downgrades), SUM(wide_async), SUM(wide_async_withdrawn));
 }
 
 static void check_starvation(bool writer, double secs)
@@ -2989,9 +3356,9 @@ static void check_starvation(bool writer, double secs)
 
 int main(int argc, char **argv)
 {
-	pthread_t wd, stut, shuf, storm, canc, xunl, wmon, srd;
+	pthread_t wd, stut, shuf, storm, canc, xunl, wmon, srd, gmon;
 	bool have_stut = false, have_shuf = false, have_storm = false, have_canc = false;
-	bool have_xunl = false, have_wmon = false, have_srd = false;
+	bool have_xunl = false, have_wmon = false, have_srd = false, have_gmon = false;
 	struct range_lock_stats st;
 	uint64_t t0, failures, stats_before = 0, stats_after = 0;
 	double secs;
@@ -3101,6 +3468,16 @@ int main(int argc, char **argv)
 		printf("segments: %u by stripes of 2^%u units (pool units %" PRIu64
 		       ".. in segment %" PRIu64 "..)\n", opt.seg_n, opt.seg_shift, opt.base,
 		       (opt.base >> opt.seg_shift) % opt.seg_n);
+	if (wide_on())
+		printf("wide: %g%% of operations, in bursts of %u, %s; a wide range is"
+		       " %" PRIu64 " units or more (0: the whole key space), a narrow"
+		       " one 1 to %" PRIu64 " (0: the kernel's random ranges)\n",
+		       opt.wide_share, opt.wide_burst,
+		       opt.wide_phase_ms ? "in wide phases only" : "all run",
+		       wide_units, opt.max_len);
+	if (opt.wide_phase_ms && wide_on())
+		printf("wide phases: %u ms narrow (no wide or whole request), %u ms"
+		       " wide, alternating\n", opt.wide_phase_ms, opt.wide_phase_ms);
 	if (!type_is_range() && (opt.calls[C_INTR] || opt.calls[C_KILL]))
 		printf("note: %s has no interruptible or killable calls: those are plain calls here\n",
 		       type_names[opt.type]);
@@ -3118,6 +3495,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	t0 = now_ns();
+	run_start_ns = t0;
+	if (wide_on() && opt.seg_n)
+		have_gmon = !pthread_create(&gmon, NULL, gate_monitor_thread, NULL);
 	if (opt.xunlock_share > 0 && type_is_range() &&
 	    (rc = pthread_create(&xunl, NULL, unlocker_thread, NULL))) {
 		fprintf(stderr, "rangelock-torture: pthread_create: %s\n", strerror(rc));
@@ -3195,12 +3575,18 @@ int main(int argc, char **argv)
 	join_helper(&wmon, have_wmon);
 	atomic_store(&sr_stop, true);
 	join_helper(&srd, have_srd);
+	atomic_store(&gm_stop, true);
+	join_helper(&gmon, have_gmon);
 	if (have_srd) {
 		printf("Statistics read %" PRIu64 " times during the run\n", GET(sr_reads));
 		if (opt.stats != STATS_OFF && GET(sr_reads) == 0)
 			error("--stats-reader: no reading succeeded");
 	}
 	secs = (double)(now_ns() - t0) / 1e9;
+	if (have_gmon)
+		printf("Gate: %" PRIu64 " samples of the lock word, %" PRIu64 " in segments"
+		       " mode, %" PRIu64 " in plain mode, %" PRIu64 " mode changes seen\n",
+		       GET(gm.samples), GET(gm.seg), GET(gm.plain), GET(gm.switches));
 	atomic_store(&watchdog_done, true);
 	pthread_join(wd, NULL);
 
@@ -3309,6 +3695,13 @@ int main(int argc, char **argv)
 	}
 	check_starvation(true, secs);
 	check_starvation(false, secs);
+	/* --wide must have run: 100 wide requests tried and none held (or
+	 * grown to) means the mix never tested them. */
+	if (wide_on() && SUM(wide_tried) + SUM(wide_grows) >= 100 &&
+	    !SUM(wide_held[0]) && !SUM(wide_held[1]) && !SUM(wide_held[2]) &&
+	    !SUM(wide_grown))
+		error("--wide: %" PRIu64 " wide requests tried, none held",
+		      SUM(wide_tried) + SUM(wide_grows));
 
 	failures = SUM(fails) + SUM(errors) + GET(global_errors);
 	if (SUM(errors) || GET(global_errors))
