@@ -17,6 +17,7 @@
  *   bench_targets_word.c --targets=word: colliding full-range calls (word mode)
  *   bench_targets_many.c --targets=many: several ranges in one call, grow/shrink
  *   bench_targets_segments.c --targets=segments: ranges that conflict with nothing
+ *   bench_targets_segwide.c  --targets=segments: requests that meet many segments
  *   bench_targets_readers.c --targets=readers: readers among busy writers
  *   bench_sweeps.c      the opt-in sweeps read-scaling and write-ratio
  *
@@ -112,6 +113,11 @@ struct lockset {
 	_Alignas(CACHELINE) pthread_rwlock_t rw;
 	_Alignas(CACHELINE) pthread_mutex_t mtx;
 };
+
+/* The geometry of the segmented kinds' trees (LK_RANGE_SEG,
+ * LK_RANGE_FIFO_SEG): range_lock_tree_set_segments(tree, seg_geom_n,
+ * seg_geom_k); 64 and 14 unless a section sets others for its runs. */
+extern unsigned seg_geom_n, seg_geom_k;
 
 /* A set of locks for one run; the tree's policy follows @kind. */
 struct lockset *lockset_new(enum lock_kind kind);
@@ -339,6 +345,7 @@ struct options {
 	bool targets_many;       /* --targets=many (--targets=all: too) */
 	bool targets_segments;   /* --targets=segments (--targets=all: too) */
 	bool targets_readers;    /* --targets=readers (--targets=all: too) */
+	const char *seg_tables;  /* --seg-tables: --targets=segments' tables, NULL: all */
 };
 
 extern struct options opt;
@@ -647,6 +654,12 @@ void run_targets_many(FILE *out);
 
 /* Its rows are target rows (table "segments"): write_json_targets() writes them. */
 void run_targets_segments(FILE *out);
+/* Its second part (bench_targets_segwide.c): whole-range requests on a
+ * segmented tree, the stripe-size sweep, read-mostly ranges with stripes of
+ * 256 units, the mixed row; each with and without segments in one run.
+ * @tables: opt.seg_tables (NULL: every table). */
+void run_targets_segwide(FILE *out);
+bool seg_table_on(const char *name);
 
 /* ---- --targets=readers (bench_targets_readers.c) ----------------------- */
 

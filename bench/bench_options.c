@@ -40,7 +40,17 @@ static void usage(FILE *f)
 "  --targets=segments   ranges that conflict with nothing: disjoint writers\n"
 "                       vs 64 striped pthread_rwlocks, disjoint empty critical\n"
 "                       sections (n threads / 1), read-mostly random ranges\n"
-"                       vs one pthread_rwlock, 1 to 8 threads\n"
+"                       vs one pthread_rwlock, 1 to 8 threads; then every\n"
+"                       row with segments and without, side by side:\n"
+"                       whole-range requests (64 segments of 2^12 units),\n"
+"                       the stripe-size sweep (2 writers on 4 KiB ranges,\n"
+"                       stripes of 2^6 to 2^18 units), read-mostly 64-unit\n"
+"                       ranges (stripes of 256 units) and the mixed row\n"
+"                       (4 KiB blocks of 1 MiB with a whole-range write\n"
+"                       every 10, 100, 1000 ops; 16 segments of 64 KiB)\n"
+"  --seg-tables LIST    --targets=segments' tables to run, of disjoint (the\n"
+"                       first table), whole, k-sweep, read-mostly, mixed\n"
+"                       (default all)\n"
 "  --targets=readers    readers among busy writers: 4 writers on random 4 KiB\n"
 "                       blocks of their own quarter of 1 MiB, 2 readers of\n"
 "                       random 1-16 KiB ranges (and 2+2, 1+1), per-thread\n"
@@ -202,7 +212,7 @@ void parse_options(int argc, char **argv)
 {
 	enum { O_QUICK = 256, O_TARGETS, O_REPS, O_DUR, O_THREADS, O_WIN, O_WOUT, O_POOL,
 	       O_LOCKS, O_POLICY, O_WL, O_RG, O_SECT, O_FDIR, O_CSV, O_JSON, O_NOPROG,
-	       O_HELP, O_WRATIOS, O_FUTEX_REPS };
+	       O_HELP, O_WRATIOS, O_FUTEX_REPS, O_SEGTAB };
 	static const struct option lopts[] = {
 		{ "quick", no_argument, 0, O_QUICK },
 		{ "targets", optional_argument, 0, O_TARGETS },
@@ -224,6 +234,7 @@ void parse_options(int argc, char **argv)
 		{ "help", no_argument, 0, O_HELP },
 		{ "write-ratios", required_argument, 0, O_WRATIOS },
 		{ "futex-reps", required_argument, 0, O_FUTEX_REPS },
+		{ "seg-tables", required_argument, 0, O_SEGTAB },
 		{ 0, 0, 0, 0 }
 	};
 	int reps = -1, futex_reps = -1, c;
@@ -267,6 +278,29 @@ void parse_options(int argc, char **argv)
 			}
 			break;
 		case O_WRATIOS: wratios = optarg; break;
+		case O_SEGTAB: {
+			static const char *const known[] = { "disjoint", "whole", "k-sweep",
+							     "read-mostly", "mixed" };
+			char *copy = strdup(optarg), *tok, *save = NULL;
+
+			for (tok = strtok_r(copy, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				size_t i;
+
+				for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+					if (!strcmp(tok, known[i]))
+						break;
+				if (i == sizeof(known) / sizeof(known[0])) {
+					fprintf(stderr, "rangelock-bench: --seg-tables: unknown "
+						"table %s (disjoint, whole, k-sweep, "
+						"read-mostly, mixed)\n", tok);
+					exit(2);
+				}
+			}
+			free(copy);
+			opt.seg_tables = optarg;
+			break;
+		}
 		case O_FUTEX_REPS:
 			futex_reps = (int)parse_u64(optarg, "--futex-reps");
 			if (parse_u64(optarg, "--futex-reps") > MAX_REPS) {

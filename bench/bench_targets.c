@@ -18,7 +18,7 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
-#define MAX_TROWS 224
+#define MAX_TROWS 320
 static struct target_row trows[MAX_TROWS];
 static int ntrows;
 

@@ -40,6 +40,11 @@
  *  - one pthread_rwlock over everything (default attributes);
  *  - no lock at all: the ceiling (its writes race and are not checked).
  *
+ * That is the first table ("disjoint" in --seg-tables); the rows where
+ * requests meet many segments (whole-range requests, a stripe-size sweep,
+ * read-mostly ranges on small stripes, the mixed row) follow, from
+ * bench_targets_segwide.c.
+ *
  * Checks (a failure makes the exit status 1):
  *  - every timed run: writers increment a per-unit counter at their
  *    range's first unit (plain load before the work, plain store after),
@@ -654,7 +659,7 @@ static void print_detail(FILE *out)
 	fprintf(out, ", 1/100 %.2f%%\n\n", 100 * median_of(r->wr, r->n) / rec_median(r));
 }
 
-void run_targets_segments(FILE *out)
+static void run_disjoint(FILE *out)
 {
 	enum lock_kind rk[4];
 	int nrk = range_kinds(rk), cf;
@@ -722,4 +727,11 @@ void run_targets_segments(FILE *out)
 		"range's first unit");
 	print_target_tables(out, "segments", rk, nrk, "baseline", "value", 42, 38);
 	print_detail(out);
+}
+
+void run_targets_segments(FILE *out)
+{
+	if (seg_table_on("disjoint"))
+		run_disjoint(out);
+	run_targets_segwide(out);
 }

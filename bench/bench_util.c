@@ -46,6 +46,8 @@ const char *lk_policy(enum lock_kind k)
 	       k == LK_RANGE_FIFO_SEG ? "fifo" : "";
 }
 
+unsigned seg_geom_n = 64, seg_geom_k = 14;
+
 struct lockset *lockset_new(enum lock_kind kind)
 {
 	struct lockset *ls = aligned_alloc(CACHELINE, sizeof(*ls));
@@ -63,10 +65,12 @@ struct lockset *lockset_new(enum lock_kind kind)
 		fprintf(stderr, "rangelock-bench: range_lock_tree_set_fifo failed\n");
 		exit(2);
 	}
-	/* The segmented kinds: 64 segments, stripes of 2^14 units. */
+	/* The segmented kinds: seg_geom_n segments by stripes of 2^seg_geom_k
+	 * units (64 and 14 unless a section sets others). */
 	if ((kind == LK_RANGE_SEG || kind == LK_RANGE_FIFO_SEG) &&
-	    range_lock_tree_set_segments(&ls->tree, 64, 14) != 0) {
-		fprintf(stderr, "rangelock-bench: range_lock_tree_set_segments failed\n");
+	    range_lock_tree_set_segments(&ls->tree, seg_geom_n, seg_geom_k) != 0) {
+		fprintf(stderr, "rangelock-bench: range_lock_tree_set_segments(%u, %u) failed\n",
+			seg_geom_n, seg_geom_k);
 		exit(2);
 	}
 	/* The fast-read-off kinds: every read through the internal lock. */

@@ -33,7 +33,9 @@
  * --targets=word: colliding full-range calls, word mode; --targets=many:
  * several ranges in one call and grow/shrink against single calls;
  * --targets=segments: ranges that conflict with nothing, against 64 striped
- * pthread_rwlocks, one pthread_rwlock and no lock; --targets=readers:
+ * pthread_rwlocks, one pthread_rwlock and no lock, then the rows where a
+ * request meets many segments (whole-range requests, stripe sizes, the
+ * mixed row), each with segments and without; --targets=readers:
  * readers among busy writers, per-thread operations and waits by class,
  * against one pthread_rwlock).
  * The sections read-scaling and write-ratio (issue 13's sweeps) run only
