@@ -391,8 +391,10 @@ int rl_seg_lock(const char *call, struct range_lock_tree *tree, struct range_loc
 				continue;
 			/* A drain: a lock call waits for the tree's internal
 			 * lock, which the drainer holds; a trylock is busy. */
-			if (!w && (v | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS))
+			if (!w && (v | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS)) {
+				rl_gate_count_busy(s);
 				return 0;
+			}
 			r = w ? rl_lock_in(call, tree, lock, reader, w, subclass, site)
 			      : rl_trylock_in(call, tree, lock, reader, site);
 		}
@@ -406,21 +408,18 @@ int rl_seg_lock(const char *call, struct range_lock_tree *tree, struct range_loc
 void rl_gate_admin_lock(struct range_lock_tree *top, struct rl_gate_admin *a, bool revoke)
 {
 	struct rl_segments *s = segments_of(top);
-	tree_word_t *word = tree_lock_word(top);
 
 	memset(a, 0, sizeof(*a));
+	/* In the segments (SEG, or a drain under way): every segment's lock
+	 * excludes a change of mode (a drain closes each under its lock, a
+	 * switch back takes them all).  As a plain tree: its internal lock
+	 * (a switch back starts by taking it). */
 	for (;;) {
-		uintptr_t v = TL_SEGMENTED;
+		uintptr_t v = atomic_load_explicit(tree_lock_word(top), memory_order_acquire);
 
-		/* SEG: a drain that closes nothing (plain entrants wait, the
-		 * segments' requests go on: each segment's lock below). */
-		if (atomic_compare_exchange_strong_explicit(word, &v, TL_DRAINING,
-							    memory_order_acquire,
-							    memory_order_relaxed)) {
-			rl_hb_acquire(word);
+		if (v == TL_SEGMENTED || (v | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS))
 			break;
-		}
-		if (v != TL_SEGMENTED && tree_lock_entering(top)) {
+		if (tree_lock_entering(top)) {
 			a->plain = true;
 			if (revoke)
 				rl_revoke_fast_readers(top);
@@ -444,7 +443,6 @@ void rl_gate_admin_lock(struct range_lock_tree *top, struct rl_gate_admin *a, bo
 void rl_gate_admin_unlock(struct range_lock_tree *top, struct rl_gate_admin *a)
 {
 	struct rl_segments *s = segments_of(top);
-	tree_word_t *word = tree_lock_word(top);
 
 	for (unsigned g = 1u << s->log2n; g-- > 0;) {
 		struct range_lock_tree *t = rl_seg_tree(s, g);
@@ -454,13 +452,8 @@ void rl_gate_admin_unlock(struct range_lock_tree *top, struct rl_gate_admin *a)
 		else
 			tree_unlock(t);
 	}
-	if (a->plain) {
+	if (a->plain)
 		tree_unlock(top);
-		return;
-	}
-	rl_hb_release(word);
-	if (atomic_exchange_explicit(word, TL_SEGMENTED, memory_order_release) & TL_SLEEPERS)
-		rl_wake_all(tree_word_futex(word));
 }
 
 bool rl_gate_all_empty(struct range_lock_tree *top)

@@ -354,6 +354,7 @@ int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *s
 		rl_race_ok(blocks, (nseg + 1) * sizeof(*blocks));
 		rl_race_ok(storage, sizeof(*storage));
 		rl_stats_zero(storage);
+		atomic_store_explicit(&s->drain_busy, 0, memory_order_relaxed);
 		for (unsigned g = 0; g <= nseg; g++) {
 			struct range_lock_tree *t = g < nseg ? rl_seg_tree(s, g) : tree;
 
@@ -399,6 +400,8 @@ int rl_seg_get_stats(struct range_lock_tree *tree, struct range_lock_stats *out)
 			sum[i] = i == max ? (v > sum[i] ? v : sum[i]) : sum[i] + v;
 		}
 	}
+	sum[offsetof(struct range_lock_stats, trylock_failed) / sizeof(uint64_t)] +=
+		atomic_load_explicit(&s->drain_busy, memory_order_relaxed);
 	/* The user's storage receives the sums (every reader holds every
 	 * segment's lock: no two write it at once). */
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
@@ -418,6 +421,7 @@ void rl_seg_reset_stats(struct range_lock_tree *tree)
 		return;
 	rl_gate_admin_lock(s->top, &a, false);
 	rl_stats_zero(user);
+	atomic_store_explicit(&s->drain_busy, 0, memory_order_relaxed);
 	for (unsigned g = 0; g <= 1u << s->log2n; g++) { /* (and the tree itself) */
 		rl_stats_zero(&s->stats[g].st);
 		rl_stats_recount(g < 1u << s->log2n ? rl_seg_tree(s, g) : tree, &s->stats[g].st);

@@ -73,6 +73,9 @@ struct rl_segments {
 	 * drainer's guard; the drainer sleeps on it.  Own line: written
 	 * only while a drain runs. */
 	_Atomic uint32_t pending __attribute__((aligned(128)));
+	/* Trylocks a drain made busy (no segment's lock counts them): added
+	 * to trylock_failed by the statistics. */
+	_Atomic uint64_t drain_busy;
 	struct rl_segment {
 		struct range_lock_tree tree;
 	} __attribute__((aligned(128))) seg[]; /* own lines; prefetched in pairs */
@@ -217,6 +220,11 @@ RL_HIDDEN int rl_seg_lock(const char *call, struct range_lock_tree *tree,
 RL_HIDDEN int rl_seg_lock_segments(const char *call, struct range_lock_tree *tree,
 				   struct range_lock *lock, bool reader, struct waiter *w,
 				   unsigned n, int subclass, void *site);
+/* A trylock that a drain made busy, for the statistics. */
+static inline void rl_gate_count_busy(struct rl_segments *s)
+{
+	atomic_fetch_add_explicit(&s->drain_busy, 1, memory_order_relaxed);
+}
 /* Back to SEG mode from an empty, free plain tree (false: lost the race). */
 RL_HIDDEN bool rl_gate_switch_back(struct range_lock_tree *top);
 /* A segment's lock whatever its gate state (a grow, which the gate must

@@ -248,6 +248,7 @@ lock_many_segments(const char *call, struct range_lock_tree *tree,
 			r = t ? lock_many_common(call, t, items, n, w, site)
 			      : rl_seg_lock_many(call, tree, items, n, w, site);
 		} else if (!w && (v | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS)) {
+			rl_gate_count_busy(segments_of(tree));
 			r = -EBUSY; /* a trylock never waits for a drain */
 		} else { /* (a drain: waits for the tree's internal lock) */
 			r = lock_many_common(call, tree, items, n, w, site);
