@@ -525,7 +525,7 @@ static int seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 	for (unsigned i = held; i-- > 0;)
 		tree_unlock(locked[i]);
 	if (n == 1)
-		free(sp);
+		rl_span_free(sp);
 	else
 		sp->n = n;
 	wake_list_flush(&wl);
