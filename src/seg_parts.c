@@ -33,8 +33,8 @@
  * keeps the forking thread's cache (memory it owns).
  *
  * Like malloc(), the cache is not async-signal-safe (no call of the
- * library is).  With AddressSanitizer, a block in a cache is poisoned, so
- * that a use after its request ended is still reported.
+ * library is).  With AddressSanitizer, a block in a cache is poisoned (but
+ * for its link), so that a use after its request ended is still reported.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -45,7 +45,11 @@
 
 #ifdef RL_ASAN
 #include <sanitizer/asan_interface.h>
-#define parts_poison(p, n)   ASAN_POISON_MEMORY_REGION(p, n)
+/* All but the free list's link: LeakSanitizer does not scan poisoned
+ * words, and the next block is reachable only through it. */
+#define parts_poison(p, n) \
+	ASAN_POISON_MEMORY_REGION((char *)(p) + sizeof(struct parts_free), \
+				  (n) - sizeof(struct parts_free))
 #define parts_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
 #else
 #define parts_poison(p, n)   ((void)(p), (void)(n))

@@ -35,7 +35,9 @@ static _Thread_local unsigned long allocs; /* ... here */
 static _Thread_local int failing;          /* and make them fail (not with a sanitizer) */
 
 #if defined(TEST_SANITIZER)
-#include <sanitizer/allocator_interface.h>
+/* (sanitizer/allocator_interface.h: clang's, not gcc 12's) */
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+					      void (*free_hook)(const volatile void *));
 #define CAN_COUNT 1
 #define CAN_FAIL 0
 static void on_malloc(const volatile void *p, size_t n)
