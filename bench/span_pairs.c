@@ -14,6 +14,7 @@
  * the medians of pairs per second (all threads) are printed, with their
  * ratio.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <rangelock/rangelock.h>
 #include <stdatomic.h>
