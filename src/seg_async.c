@@ -97,7 +97,7 @@ static void span_part_done(struct range_lock_async *a, int status)
 	if (new == SA_HELD)
 		span_async_held(sp);
 	else if (new == (SA_CANCELLED | SA_CANCEL_DONE))
-		free(sp); /* the withdrawal finished before us */
+		rl_span_free(sp); /* the withdrawal finished before us */
 }
 
 static int span_lock_async(const char *call, struct range_lock_tree *tree,
@@ -135,7 +135,7 @@ static int span_lock_async(const char *call, struct range_lock_tree *tree,
 		lock->rb_parent_flags = 0;
 		req->reserved_[0] = 0;
 		req->reserved_[1] = 0;
-		free(sp);
+		rl_span_free(sp);
 		return RL_GATE_REFUSED;
 	}
 	return r ? -EINPROGRESS : 0;
@@ -212,7 +212,7 @@ static int seg_async_cancel(struct range_lock_tree *t0, struct range_lock_async 
 						      memory_order_acq_rel, memory_order_relaxed))
 		;
 	if (((old - withdrawn) & SA_COUNT) == 0)
-		free(sp); /* no part's completion is due any more */
+		rl_span_free(sp); /* no part's completion is due any more */
 	return 0;
 }
 

@@ -269,7 +269,7 @@ static void grow_abandon_on_cancel(void *arg)
 
 	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
 	grow_abandon(gw);
-	free(gw->to);
+	rl_span_free(gw->to);
 	free(gw->gs);
 }
 
@@ -284,7 +284,7 @@ static void grow_free_on_cancel(void *arg)
 	if (t0->stats)
 		stat_give_up(t0->stats, -ECANCELED);
 	tree_unlock(t0);
-	free(gw->to);
+	rl_span_free(gw->to);
 	free(gw->gs);
 }
 
@@ -496,7 +496,7 @@ retry:
 	if (start == lock->start && last == lock->last) {
 		grow_lock_all(gs, n, false);
 		free(gs);
-		free(to);
+		rl_span_free(to);
 		return 0;
 	}
 	for (k = 0; k < n; k++) {
@@ -560,7 +560,7 @@ retry:
 			tree_unlock(gs[0].t);
 		}
 		free(gs);
-		free(to);
+		rl_span_free(to);
 		return r; /* nothing entered: @lock holds what it held */
 	}
 	if (r == GROW_BUSY || (w && w->kind == WAIT_TIMED &&
@@ -571,7 +571,7 @@ retry:
 			STAT_ADD(st, trylock_failed, 1);
 		grow_lock_all(gs, n, false);
 		free(gs);
-		free(to);
+		rl_span_free(to);
 		return w ? -EINVAL : -EBUSY;
 	}
 	total = grow_count(gs, n, reader, true);
@@ -580,7 +580,7 @@ retry:
 			STAT_ADD(st, trylock_failed, 1);
 		grow_lock_all(gs, n, false);
 		free(gs);
-		free(to);
+		rl_span_free(to);
 		return -EBUSY;
 	}
 	if (total && w->kind != WAIT_TIMED)
@@ -614,7 +614,7 @@ retry:
 		r = grow_wait(&gw, w);
 		if (r) {
 			free(gs);
-			free(to);
+			rl_span_free(to);
 			return r; /* @lock holds what it held before */
 		}
 		grow_lock_all(gs, n, true);
@@ -631,6 +631,6 @@ retry:
 	grow_lock_all(gs, n, false);
 	wake_list_flush(&wl);
 	free(gs);
-	free(old);
+	rl_span_free(old);
 	return 0;
 }

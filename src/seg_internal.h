@@ -23,6 +23,7 @@ struct span {
 	struct range_lock *owner;     /* the user's request */
 	unsigned n;
 	bool reader;
+	uint8_t parts_class;          /* its block's size class (seg_parts.c) */
 	int counted;                  /* SPAN_*: under part[0]'s segment lock */
 	uint64_t wait_start_ns;       /* its wait, if statistics were on */
 	bool in_set;                  /* a member of a set (seg_sets.c) */
@@ -127,6 +128,11 @@ static inline void stat_give_up(struct range_lock_stats *st, int why)
 	else
 		STAT_ADD(st, gave_up_cancel, 1);
 }
+
+/* seg_parts.c: a block for a span of @n parts (NULL: out of memory), from
+ * this thread's cache; and back to it (any thread; NULL: nothing). */
+RL_HIDDEN struct span *rl_span_alloc(unsigned n);
+RL_HIDDEN void rl_span_free(struct span *sp);
 
 /* seg_span.c: spanning requests (SPANNING there has the rules). */
 RL_HIDDEN struct span *rl_span_new_range(struct range_lock_tree *tree, struct range_lock *lock,

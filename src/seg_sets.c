@@ -40,6 +40,9 @@
  * to the set for in_set spans).  A member granted while the set waits
  * and given up with it is never counted as acquired (a plain set's is).
  */
+/* Sets of up to this many members keep their spans' array on the stack. */
+#define SET_LOCAL 8
+
 struct set_wait {
 	struct span **sp;
 	const struct range_lock_item *items;
@@ -52,7 +55,16 @@ struct set_wait {
 	volatile unsigned skip_m, skip_p; /* the part the waiting code withdrew */
 	volatile int why;                 /* -EINTR, -ETIMEDOUT; -ECANCELED */
 	uint64_t start_ns;       /* the set's wait, if statistics time it */
+	/* @sp for a set of up to SET_LOCAL members: no allocation. */
+	struct span *local[SET_LOCAL];
 };
+
+/* The array of a set's spans (@sp) is freed unless it is @local. */
+static void set_spans_free(struct set_wait *sw)
+{
+	if (sw->sp != sw->local)
+		free(sw->sp);
+}
 
 /* Every part of every member of @sw, the one at (@m, @p) last. */
 #define set_foreach_part(sw, m, p) \
@@ -207,8 +219,8 @@ static void set_abandon(struct set_wait *sw)
 			rl_span_leave(part_tree(s, PART(sw->sp[m], p)), sw->sp[m],
 				      PART(sw->sp[m], p), sw->why);
 	for (m = 0; m < sw->n; m++)
-		free(sw->sp[m]);
-	free(sw->sp);
+		rl_span_free(sw->sp[m]);
+	set_spans_free(sw);
 	set_unmark(sw->items, sw->n);
 }
 
@@ -288,7 +300,7 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 		     void *site)
 {
 	struct rl_segments *s = segments_of(tree);
-	struct set_wait sw = { NULL, NULL, n, 0, 0, -ECANCELED, 0 };
+	struct set_wait sw = { NULL, NULL, n, 0, 0, -ECANCELED, 0, { NULL } };
 	int r;
 
 	/* Members are marked as in a tree while the call runs, so that one
@@ -298,7 +310,7 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 			rl_die(call, items[m].lock, "request appears twice in the set");
 		items[m].lock->rb_parent_flags |= RL_LINKED;
 	}
-	sw.sp = malloc(n * sizeof(*sw.sp));
+	sw.sp = n <= SET_LOCAL ? sw.local : malloc(n * sizeof(*sw.sp));
 	for (unsigned m = 0; sw.sp && m < n; m++) {
 		struct range_lock *lock = items[m].lock;
 
@@ -306,8 +318,8 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 				    rl_seg_parts(s, lock->start, lock->last));
 		if (!sw.sp[m]) {
 			while (m-- > 0)
-				free(sw.sp[m]);
-			free(sw.sp);
+				rl_span_free(sw.sp[m]);
+			set_spans_free(&sw);
 			sw.sp = NULL;
 		} else {
 			sw.sp[m]->in_set = true;
@@ -323,8 +335,8 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 	r = set_enter(call, tree, &sw, items, w);
 	if (r < 0) {
 		for (unsigned m = 0; m < n; m++)
-			free(sw.sp[m]);
-		free(sw.sp);
+			rl_span_free(sw.sp[m]);
+		set_spans_free(&sw);
 		set_unmark(items, n);
 		if (r == -EAGAIN)
 			return RL_GATE_REFUSED; /* back to the gate (sets.c) */
@@ -367,7 +379,7 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 		}
 		tree_unlock(t0);
 		if (sp->n == 1) {
-			free(sp);
+			rl_span_free(sp);
 		} else {
 			lock->rb_left = (struct range_lock *)(void *)sp;
 			lock->rb_right = NULL;
@@ -376,7 +388,7 @@ int rl_seg_lock_many(const char *call, struct range_lock_tree *tree,
 		}
 		rl_check_acquired(tree, lock, 0, site);
 	}
-	free(sw.sp);
+	set_spans_free(&sw);
 	return 0;
 }
 

@@ -20,7 +20,7 @@ struct span *rl_span_new_range(struct range_lock_tree *tree, struct range_lock *
 				bool reader, unsigned n, uint64_t start, uint64_t last)
 {
 	struct rl_segments *s = segments_of(tree);
-	struct span *sp = malloc(sizeof(*sp) + n * sizeof(sp->part[0]));
+	struct span *sp = rl_span_alloc(n);
 
 	if (!sp)
 		return NULL;
@@ -148,7 +148,7 @@ static void span_abandon(struct span_wait *sw)
 	for (unsigned i = 0; i < sp->n; i++)
 		if (i != sw->skip)
 			rl_span_leave(part_tree(s, PART(sp, i)), sp, PART(sp, i), sw->why);
-	free(sp);
+	rl_span_free(sp);
 }
 
 /* The same, as the cleanup handler of a cancelled killable wait. */
@@ -384,7 +384,7 @@ static int span_lock(const char *call, struct range_lock_tree *tree,
 	}
 	r = rl_span_enter(call, sp, lock, w);
 	if (r < 0) {
-		free(sp);
+		rl_span_free(sp);
 		if (r == -EAGAIN)
 			return RL_GATE_REFUSED;
 		return r == -1 ? 0 : r; /* trylock: busy */
@@ -451,7 +451,7 @@ void rl_seg_unlock(const char *call, struct range_lock_tree *tree, struct range_
 	rl_check_released(tree, lock);
 	for (unsigned i = 0; i < sp->n; i++) /* the first clears @lock's links */
 		rl_span_leave(part_tree(s, PART(sp, i)), sp, PART(sp, i), 0);
-	free(sp);
+	rl_span_free(sp);
 }
 
 void rl_seg_file_unlock(const char *call, struct range_lock_tree *tree,

@@ -30,7 +30,7 @@
  *    requests in different segments write no common line and take no
  *    common lock.
  *  - A request meeting several segments SPANS them.  Its PART in segment g
- *    is an internal request (struct span, malloc'd) for its HULL there: its
+ *    is an internal request (struct span, seg_parts.c) for its HULL there: its
  *    units from the first in g to the last in g.  Two parts in g have
  *    intersecting hulls exactly when their requests share a unit of g (the
  *    larger hull start is a unit of g in both ranges), so each segment's
@@ -508,7 +508,7 @@ static int seg_shrink(struct range_lock_tree *tree, struct range_lock *lock,
 	for (unsigned i = held; i-- > 0;)
 		tree_unlock(locked[i]);
 	if (n == 1)
-		free(sp);
+		rl_span_free(sp);
 	else
 		sp->n = n;
 	wake_list_flush(&wl);
