@@ -128,9 +128,15 @@ lock_two_levels_f(const char *call, struct range_lock_tree *tree,
 			/* Within one stripe: that segment's tree, unless the
 			 * gate refuses it there (seg_gate.c). */
 			if (is_unbound_segments(f)) {
-				if (t) {
+				if (t) { /* its segment's tree */
 					r = rl_lock_in(call, t, lock, reader, w, subclass,
 						       CHECKS_SITE(site));
+					if (__builtin_expect(r != RL_GATE_REFUSED, 1))
+						return r;
+				} else if (lock && rl_gate_wide_range(f, lock)) {
+					/* the tree itself, run as a plain tree */
+					r = lock_common(call, tree, lock, reader, w, subclass,
+							site);
 					if (__builtin_expect(r != RL_GATE_REFUSED, 1))
 						return r;
 				}

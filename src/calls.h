@@ -366,9 +366,15 @@ static inline bool file_release(const char *call, struct range_lock_tree *tree,
 		if (is_unbound_segments(f)) {
 			struct range_lock_tree *t = rl_seg_one(f, lock);
 
-			/* within one stripe: that segment's tree, unless the
-			 * tree runs as a plain tree (the gate, seg_gate.c) */
-			if (t && rl_gate_segments(tree))
+			/* Held on the tree's own word (set_word_tree(): no
+			 * shared line read first), or the tree runs as a plain
+			 * tree (the gate, seg_gate.c): the request is in it,
+			 * the caller unlocks it there. */
+			if (lock->rb_right == (struct range_lock *)(void *)tree ||
+			    !rl_gate_segments(tree))
+				return false;
+			/* within one stripe: that segment's tree */
+			if (t)
 				rl_unlock_in(call, t, lock, reader);
 			else
 				rl_seg_unlock(call, tree, lock, reader);

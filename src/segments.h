@@ -210,6 +210,20 @@ static inline bool rl_gate_segments(const struct range_lock_tree *top)
 #define RL_GATE_WIDE_PARTS 16u
 #endif
 
+/* The lock calls' first look (calls.c), for a range over several stripes
+ * of an unbound tree with segments (@f its slot): is it wide?  Then it
+ * tries the tree itself first -- without loading the word: the fast CAS
+ * is the look, and a tree running in its segments refuses it there
+ * (tree_lock_entering()), and it goes to the gate, rl_seg_lock(). */
+static inline bool rl_gate_wide_range(const struct range_lock_file *f,
+				      const struct range_lock *lock)
+{
+	const struct rl_segments *s = segments_in(f);
+
+	return ((lock->last >> s->shift) - (lock->start >> s->shift)) >=
+	       RL_GATE_WIDE_PARTS - 1;
+}
+
 /* The calls' dispatch (calls.c): a lock or trylock (@w NULL) of @lock in
  * @tree with segments, through the gate (seg_gate.c). */
 RL_HIDDEN int rl_seg_lock(const char *call, struct range_lock_tree *tree,
