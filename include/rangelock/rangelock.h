@@ -586,8 +586,8 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  *    within one stripe touches one segment; one that crosses a stripe
  *    border spans two (its parts, and each segment's internal lock:
  *    about 1,000 instructions more per lock and unlock),
- *    and one that meets n stripes spans min(n, S) segments: a
- *    whole-resource request meets all S;
+ *    and one that meets n stripes spans min(n, S) segments (16 or
+ *    more: a wide request, below);
  *  - segments beyond R / 2^k are never used: 128 bytes each, but every
  *    request that covers S stripes or more, the dump, statistics and
  *    destroy visit all S.
@@ -605,8 +605,30 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  * several typical requests (byte ranges: k = 16..21; page numbers:
  * k = 4..9) and S the power of two at or above R / 2^k, at most 256; two
  * threads then share a segment with a probability of about 1 / S.
- * Whole-resource writers are fastest on a tree without segments (word
- * mode).
+ *
+ * Wide requests: the tree runs as a plain tree while they hold it.  On a
+ * tree of 16 segments or more, a blocking lock call (plain, nested,
+ * interruptible, killable, timed) whose range meets 16 segments or more
+ * -- a whole-resource request, or any range over 16 stripes or more --
+ * does not span them: it closes the segments (no new request enters
+ * them), waits until the requests already in them have left, and then
+ * holds its range in the tree itself, run as a tree without segments:
+ * word mode, fast reads and everything else of such a tree apply, and
+ * further wide requests run there at that speed, with no switch.  The
+ * requests that arrive meanwhile wait behind it, as later arrivals; a
+ * trylock returns 0 (busy) while it waits.  The first request within
+ * fewer than 16 segments that finds the tree empty and free (no holder,
+ * no waiter, no fast reader) opens the segments again; while the tree
+ * holds requests, narrow ones enter it too, as on a tree without
+ * segments.  So a small k cannot cost more than no segments: a request
+ * that meets 16 segments or more is never split into 16 or more parts.
+ * A deadline, signal or cancellation during the wait gives up as any
+ * wait does, and reopens the segments.  An asynchronous request, a set,
+ * and a trylock never close the segments (they span them, or find the
+ * tree running as a plain tree); an asynchronous submission that comes
+ * while a wide request waits for the segments to empty waits for that
+ * before it returns.  On a tree of fewer than 16 segments every request
+ * meets at most 8 and a request over several stripes always spans.
  *
  * On a tree with segments: the lock, trylock, unlock and downgrade calls,
  * range_lock_shrink(), range_lock_tree_set_fifo(),
