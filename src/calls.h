@@ -59,7 +59,7 @@
  * (rl_stats_recount): we acquired before statistics were on.  Either way every
  * acquisition after the enabling is counted once.
  */
-static inline void word_held(struct range_lock_tree *tree)
+static inline __attribute__((always_inline)) void word_held(struct range_lock_tree *tree)
 {
 	if (__builtin_expect(__atomic_load_n(&tree->stats, __ATOMIC_RELAXED) != NULL, 0)) {
 		tree_lock(tree);
@@ -365,13 +365,11 @@ static inline bool file_release(const char *call, struct range_lock_tree *tree,
 	if (__builtin_expect(f != NULL, 0)) {
 		if (is_unbound_segments(f)) {
 			struct range_lock_tree *t = rl_seg_one(f, lock);
-
-			/* Held on the tree's own word (set_word_tree(): no
-			 * shared line read first), or the tree runs as a plain
-			 * tree (the gate, seg_gate.c): the request is in it,
-			 * the caller unlocks it there. */
-			if (lock->rb_right == (struct range_lock *)(void *)tree ||
-			    !rl_gate_segments(tree))
+			/* The tree runs as a plain tree (the gate,
+			 * seg_gate.c): the request is in it, the caller
+			 * unlocks it there.  (In its segments the word is a
+			 * line nobody writes: the read is shared.) */
+			if (!rl_gate_segments(tree))
 				return false;
 			/* within one stripe: that segment's tree */
 			if (t)
