@@ -294,7 +294,8 @@ static int gate_drain(const char *call, struct range_lock_tree *top, struct rang
 			gate_undo(&d, 0);
 			return RL_GATE_REFUSED;
 		}
-		d.st = top->stats;
+		/* (written under every segment's lock, which we took since) */
+		d.st = __atomic_load_n(&top->stats, __ATOMIC_ACQUIRE);
 		if (d.st) {
 			STAT_ADD(d.st, contended, 1);
 			STAT_ADD(d.st, waiting_now, 1);
@@ -405,27 +406,9 @@ int rl_seg_lock(const char *call, struct range_lock_tree *tree, struct range_loc
 
 /* ---- the admin calls' hold --------------------------------------------- */
 
-void rl_gate_admin_lock(struct range_lock_tree *top, struct rl_gate_admin *a, bool revoke)
+/* Every segment's lock, ascending, closed ones too (recorded in @a). */
+static void admin_lock_segments(struct rl_segments *s, struct rl_gate_admin *a, bool revoke)
 {
-	struct rl_segments *s = segments_of(top);
-
-	memset(a, 0, sizeof(*a));
-	/* In the segments (SEG, or a drain under way): every segment's lock
-	 * excludes a change of mode (a drain closes each under its lock, a
-	 * switch back takes them all).  As a plain tree: its internal lock
-	 * (a switch back starts by taking it). */
-	for (;;) {
-		uintptr_t v = atomic_load_explicit(tree_lock_word(top), memory_order_acquire);
-
-		if (v == TL_SEGMENTED || (v | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS))
-			break;
-		if (tree_lock_entering(top)) {
-			a->plain = true;
-			if (revoke)
-				rl_revoke_fast_readers(top);
-			break;
-		}
-	}
 	for (unsigned g = 0; g < 1u << s->log2n; g++) {
 		struct range_lock_tree *t = rl_seg_tree(s, g);
 		uintptr_t f = tree_lock_acquire_how(tree_lock_word(t), TL_ACQ_CLOSED);
@@ -440,10 +423,8 @@ void rl_gate_admin_lock(struct range_lock_tree *top, struct rl_gate_admin *a, bo
 	}
 }
 
-void rl_gate_admin_unlock(struct range_lock_tree *top, struct rl_gate_admin *a)
+static void admin_unlock_segments(struct rl_segments *s, struct rl_gate_admin *a)
 {
-	struct rl_segments *s = segments_of(top);
-
 	for (unsigned g = 1u << s->log2n; g-- > 0;) {
 		struct range_lock_tree *t = rl_seg_tree(s, g);
 
@@ -452,6 +433,50 @@ void rl_gate_admin_unlock(struct range_lock_tree *top, struct rl_gate_admin *a)
 		else
 			tree_unlock(t);
 	}
+}
+
+/*
+ * In the segments (SEG, or a drain under way): every segment's lock, which
+ * keeps the mode -- a drain needs them to close the segments, and its
+ * pending count falls only under them; a drain that has already seen it
+ * reach 0 is waited out (it no longer waits for anyone: it is entering
+ * the tree itself), so that the tree itself is never read while it
+ * changes.  As a plain tree: its internal lock (a switch back starts by
+ * taking it), then the segments' locks (all closed).  Never waits for a
+ * request to leave, so a thread that holds one may call it.
+ */
+void rl_gate_admin_lock(struct range_lock_tree *top, struct rl_gate_admin *a, bool revoke)
+{
+	struct rl_segments *s = segments_of(top);
+
+	for (;;) {
+		uintptr_t v = atomic_load_explicit(tree_lock_word(top), memory_order_acquire);
+
+		memset(a, 0, sizeof(*a));
+		if (v == TL_SEGMENTED || (v | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS)) {
+			admin_lock_segments(s, a, revoke);
+			v = atomic_load_explicit(tree_lock_word(top), memory_order_acquire);
+			if (v == TL_SEGMENTED ||
+			    ((v | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS) &&
+			     atomic_load_explicit(&s->pending, memory_order_acquire)))
+				return;
+			admin_unlock_segments(s, a); /* a drain ends: again */
+			rl_cpu_relax();
+			continue;
+		}
+		if (tree_lock_entering(top)) {
+			a->plain = true;
+			if (revoke)
+				rl_revoke_fast_readers(top);
+			admin_lock_segments(s, a, revoke);
+			return;
+		}
+	}
+}
+
+void rl_gate_admin_unlock(struct range_lock_tree *top, struct rl_gate_admin *a)
+{
+	admin_unlock_segments(segments_of(top), a);
 	if (a->plain)
 		tree_unlock(top);
 }
