@@ -97,11 +97,21 @@ void rl_gate_segment_drained(struct range_lock_tree *t)
 	unsigned g;
 	struct rl_segments *s = segments_of_segment(t, &g);
 
+	bool last;
+
 	tree_flags_store(t, tree_flags(t) & ~RL_TREE_CLOSING);
-	close_word(tree_lock_word(t));
+	/* Counted down under the segment's lock, before the exchange that
+	 * drops it: a give-up (gate_undo()) that resets pending after taking
+	 * this lock, and a later drain's count, then come after it.  Counted
+	 * after the drop, a late decrement could land in the next drain's
+	 * count and end it early (the torture found it: two writers held at
+	 * once).  The drainer may see 0 a moment before the word says
+	 * CLOSED: the lock is held until then, so nobody enters. */
 	rl_hb_release(&s->pending);
-	if (atomic_fetch_sub_explicit(&s->pending, 1, memory_order_acq_rel) == 1)
+	last = atomic_fetch_sub_explicit(&s->pending, 1, memory_order_acq_rel) == 1;
+	if (last) /* (before the drop: the segments live while we hold it) */
 		rl_wake_all(&s->pending);
+	close_word(tree_lock_word(t));
 }
 
 /* Lock segment @t whatever its gate state (a grow, which must not wait for
