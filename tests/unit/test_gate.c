@@ -16,6 +16,7 @@
 
 #include "test_util.h"
 #include "tree_lock.h" /* the word's values */
+#include "segments.h" /* a segment's word */
 
 #define S 64
 #define K 12 /* stripes of 4096 units */
@@ -30,11 +31,16 @@ static bool draining(struct range_lock_tree *tree)
 	return (word_of(tree) | TL_SLEEPERS) == (TL_DRAINING | TL_SLEEPERS);
 }
 
-/* Poll until the word is a drain; false after 10 s. */
+/* Poll until the word is a drain and the drainer has closed every segment
+ * (it closes them in ascending order, and the tests leave the last one
+ * empty: its word is then TL_CLOSED); false after 10 s. */
 static bool wait_for_drain(struct range_lock_tree *tree)
 {
 	for (int i = 0; i < 10000; i++) {
-		if (draining(tree))
+		struct range_lock_tree *last = rl_seg_tree(segments_of(tree), S - 1);
+
+		if (draining(tree) &&
+		    __atomic_load_n(&last->lock_word, __ATOMIC_ACQUIRE) == TL_CLOSED)
 			return true;
 		sleep_ms(1);
 	}
