@@ -205,8 +205,11 @@ static void set_abandon(struct set_wait *sw)
 	struct range_lock_stats *st;
 	unsigned m, p;
 
-	/* Before the parts leave: while one is in a tree, the tree lives. */
-	tree_lock(t0);
+	/* Before the parts leave: while one is in a tree, the tree lives.
+	 * (The first part's segment may be empty -- the waiting code took
+	 * that part out -- and closed by a drain meanwhile: taken anyway,
+	 * seg_gate.c.) */
+	rl_gate_lock_segment(t0);
 	st = t0->stats;
 	if (st) {
 		if (sw->start_ns)

@@ -169,11 +169,17 @@ int rl_word_wait(struct range_lock_tree *tree, struct range_lock *lock,
 				 * named (into the tree) or us (held, into the
 				 * tree).  tree_lock tells which, and waits out
 				 * a displacer still reading our rb_left. */
-				bool held;
+				bool held = false;
+				uintptr_t f = tree_lock_acquire_how(word, TL_ACQ_ENTER);
 
-				tree_lock(tree);
-				held = in_tree(tree, lock);
-				tree_unlock(tree);
+				/* (Refused: a tree with segments went back to
+				 * them after the holder we named left -- we
+				 * are in no tree; the gate sends us on.) */
+				if (f != TL_REFUSED) {
+					tree_materialise(tree, f);
+					held = in_tree(tree, lock);
+					tree_unlock(tree);
+				}
 				if (held)
 					r = WORD_HELD;
 				break;
