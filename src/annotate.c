@@ -7,6 +7,7 @@
 #define _GNU_SOURCE /* pthread_getattr_np(), AddressSanitizer builds only */
 #endif
 #include "annotate.h"
+#include "spin.h"
 
 #ifdef RL_ASAN
 #include <pthread.h>
@@ -95,6 +96,11 @@ __attribute__((constructor)) static void rl_tools_detect(void)
 	}
 #endif
 	rl_tools = tools;
+	/* The spin-wait hint's measured cost (spin.c): a relaxed atomic that
+	 * the first thread to spin writes while others may read it (either
+	 * value is valid), which Helgrind and DRD, blind to atomics, would
+	 * report as a race. */
+	rl_race_ok(&rl_spin_rate, sizeof(rl_spin_rate));
 }
 
 void rl_race_ok_slow(const void *addr, size_t len)
