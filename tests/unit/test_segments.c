@@ -28,23 +28,6 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-/* Lines of the tree's dump containing @what. */
-static int dump_count(struct range_lock_tree *tree, const char *what)
-{
-	char *buf = NULL, *p;
-	size_t len = 0;
-	int n = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		abort();
-	range_lock_tree_dump(tree, f);
-	fclose(f);
-	for (p = buf; (p = strstr(p, what)); p += strlen(what))
-		n++;
-	free(buf);
-	return n;
-}
 
 /* Poll until @n parts wait in @tree; false after 10 s. */
 static bool wait_for_parts_waiting(struct range_lock_tree *tree, int n)

@@ -79,6 +79,24 @@ static inline bool wait_for_waiters(struct range_lock_tree *tree, uint64_t n)
 	return false;
 }
 
+/* Lines of the tree's dump containing @what. */
+static inline int dump_count(struct range_lock_tree *tree, const char *what)
+{
+	char *buf = NULL, *p;
+	size_t len = 0;
+	int n = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		abort();
+	range_lock_tree_dump(tree, f);
+	fclose(f);
+	for (p = buf; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	free(buf);
+	return n;
+}
+
 /* Run @fn in a child process (under a 10 s alarm) and capture its stderr. */
 struct child_result {
 	int status;
