@@ -2,7 +2,7 @@
 /*
  * defer.pml -- a SPIN model of the readers-first policy (src/defer.c;
  * docs/model.md, "Readers first"): on a tree with
- * RANGE_LOCK_TREE_FLAG_READERS_FIRST, a writer's lock call that finds a
+ * RANGE_LOCK_TREE_FLAG_DEFER_WRITERS, a writer's lock call that finds a
  * reader of the tree asleep waits, before it enters the tree, until no
  * reader sleeps, for at most RL_DEFER_NS (2 ms).
  *
