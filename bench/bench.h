@@ -81,6 +81,10 @@ enum lock_kind {
 	 * 2^14 units (range_lock_tree_set_segments(); --targets=segments). */
 	LK_RANGE_SEG,
 	LK_RANGE_FIFO_SEG,
+	/* The default tree and its 64 segments with
+	 * range_lock_tree_defer_writers() (--targets=readers). */
+	LK_RANGE_DW,
+	LK_RANGE_SEG_DW,
 	LK_COUNT
 };
 
@@ -90,7 +94,8 @@ extern const char *const lk_short[LK_COUNT]; /* "range", ... (table) */
 static inline bool lk_is_range(enum lock_kind k)
 {
 	return k == LK_RANGE || k == LK_RANGE_FIFO || k == LK_RANGE_NOFAST ||
-	       k == LK_RANGE_FIFO_NOFAST || k == LK_RANGE_SEG || k == LK_RANGE_FIFO_SEG;
+	       k == LK_RANGE_FIFO_NOFAST || k == LK_RANGE_SEG || k == LK_RANGE_FIFO_SEG ||
+	       k == LK_RANGE_DW || k == LK_RANGE_SEG_DW;
 }
 
 static inline bool lk_is_nofast(enum lock_kind k)
@@ -115,7 +120,7 @@ struct lockset {
 };
 
 /* The geometry of the segmented kinds' trees (LK_RANGE_SEG,
- * LK_RANGE_FIFO_SEG): range_lock_tree_set_segments(tree, seg_geom_n,
+ * LK_RANGE_FIFO_SEG, LK_RANGE_SEG_DW): range_lock_tree_set_segments(tree, seg_geom_n,
  * seg_geom_k); 64 and 14 unless a section sets others for its runs. */
 extern unsigned seg_geom_n, seg_geom_k;
 
@@ -133,6 +138,8 @@ static inline void lk_lock(struct lockset *ls, enum lock_kind kind, bool write,
 	case LK_RANGE_FIFO_NOFAST:
 	case LK_RANGE_SEG:
 	case LK_RANGE_FIFO_SEG:
+	case LK_RANGE_DW:
+	case LK_RANGE_SEG_DW:
 		if (write)
 			range_write_lock(&ls->tree, req);
 		else
@@ -163,6 +170,8 @@ static inline void lk_unlock(struct lockset *ls, enum lock_kind kind, bool write
 	case LK_RANGE_FIFO_NOFAST:
 	case LK_RANGE_SEG:
 	case LK_RANGE_FIFO_SEG:
+	case LK_RANGE_DW:
+	case LK_RANGE_SEG_DW:
 		if (write)
 			range_write_unlock(&ls->tree, req);
 		else

@@ -419,6 +419,10 @@ static const char *policy_title(enum lock_kind k)
 		       "(range_lock_tree_set_segments)";
 	case LK_RANGE_FIFO_SEG:
 		return "FIFO tree, 64 segments by stripes of 2^14 units";
+	case LK_RANGE_DW:
+		return "default policy, readers first (range_lock_tree_defer_writers)";
+	case LK_RANGE_SEG_DW:
+		return "default policy, readers first, 64 segments by stripes of 2^14 units";
 	default:
 		return "default policy";
 	}

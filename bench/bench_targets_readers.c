@@ -13,12 +13,15 @@
  *
  * The locks, alternating in every repetition: librangelock (the policies
  * of --policy), the same trees with 64 segments by stripes of 2^14 units,
+ * with the default policy the plain and segmented trees readers-first
+ * (range_lock_tree_defer_writers()),
  * one pthread_rwlock for the whole buffer (default attributes), no lock.
  *
  * Per run: every thread's operations and its longest single wait (lock
  * call to return, on the TSC); per class (readers, writers) the smallest
  * and largest per-thread count, the 99th percentile and the longest wait.
- * Target rows (default policy, 4 + 2): each reader thread completes at
+ * Target rows (default policy, without and with readers first, 4 + 2):
+ * each reader thread completes at
  * least a quarter as many operations as each writer thread (the fewest
  * reads of a reader / the most writes of a writer >= 0.25, median over
  * the repetitions), and the total is at least one pthread_rwlock's.
@@ -54,7 +57,7 @@ static const struct rd_scenario scen[RS_COUNT] = {
 	{ "readers-1w1r", "1 writer + 1 reader", 1, 1 },
 };
 
-#define MAX_RD_KINDS 6
+#define MAX_RD_KINDS 8
 static enum lock_kind kinds[MAX_RD_KINDS];
 static int nkinds;
 static int idx[RS_COUNT][MAX_RD_KINDS];
@@ -323,7 +326,8 @@ static void measure_rd_point(int si)
 
 static void target_rows(enum lock_kind k)
 {
-	const bool rep = k != LK_RANGE; /* targets: the default tree's */
+	/* targets: the default tree's, without and with readers first */
+	const bool rep = k != LK_RANGE && k != LK_RANGE_DW && k != LK_RANGE_SEG_DW;
 
 	for (int si = 0; si < RS_COUNT; si++) {
 		const struct rec *rl = rd_rec(si, k), *rw = rd_rec(si, LK_RW);
@@ -417,8 +421,9 @@ static void print_detail(FILE *out)
 
 void run_targets_readers(FILE *out)
 {
-	enum lock_kind rk[4];
+	enum lock_kind rk[6];
 	int nrk = range_kinds(rk);
+	bool rf = false;
 
 	if (!nrk) {
 		fprintf(stderr, "rangelock-bench: --targets=readers needs librangelock "
@@ -433,6 +438,13 @@ void run_targets_readers(FILE *out)
 	nrk *= 2;
 	for (int p = nrk / 2; p < nrk; p++)
 		kinds[nkinds++] = rk[p];
+	/* readers first, with the default policy */
+	for (int p = 0; p < nrk; p++)
+		rf |= rk[p] == LK_RANGE;
+	if (rf) {
+		kinds[nkinds++] = rk[nrk++] = LK_RANGE_DW;
+		kinds[nkinds++] = rk[nrk++] = LK_RANGE_SEG_DW;
+	}
 	kinds[nkinds++] = LK_RW;
 	kinds[nkinds++] = LK_NONE;
 	memset(idx, -1, sizeof(idx));
@@ -464,8 +476,8 @@ void run_targets_readers(FILE *out)
 		"/ the most of a writer thread, per repetition (M ops/s: R the slowest\n  "
 		"reader, W the fastest writer); rwlock: one pthread_rwlock for the whole "
 		"buffer, same run; spread: min..max over the repetitions (total: of the\n  "
-		"paired ratios); targets apply to the default policy without segments, "
-		"4 writers + 2 readers (the others: met? '-')\n\n");
+		"paired ratios); targets apply to the default policy, without and with "
+		"readers first, 4 writers + 2 readers (the others: met? '-')\n\n");
 	print_target_tables(out, "readers", rk, nrk, "baseline", "value", 44, 34);
 	print_detail(out);
 }

@@ -30,18 +30,22 @@ const char *const lk_name[LK_COUNT] = {
 	"librangelock", "pthread_rwlock", "pthread_rwlock_wp",
 	"pthread_mutex", "ofd_lock", "none", "librangelock_fifo",
 	"librangelock_nofast", "librangelock_fifo_nofast", "pthread_rwlock_striped64",
-	"librangelock_seg64", "librangelock_fifo_seg64",
+	"librangelock_seg64", "librangelock_fifo_seg64", "librangelock_deferw",
+	"librangelock_seg64_deferw",
 };
 /* Short names for the seed-shaped table ("rwsem-2thr", "range-2thr"). */
 const char *const lk_short[LK_COUNT] = {
 	"range", "rwlock", "rwlock-wp", "mutex", "ofd", "nolock", "range-fifo",
 	"range-nofast", "range-fifo-nofast", "striped64", "range-seg64", "range-fifo-seg64",
+	"range-deferw", "range-seg64-deferw",
 };
 
 const char *lk_policy(enum lock_kind k)
 {
 	if (k == LK_RANGE || k == LK_RANGE_NOFAST || k == LK_RANGE_SEG)
 		return "default";
+	if (k == LK_RANGE_DW || k == LK_RANGE_SEG_DW)
+		return "default-defer-writers";
 	return k == LK_RANGE_FIFO || k == LK_RANGE_FIFO_NOFAST ||
 	       k == LK_RANGE_FIFO_SEG ? "fifo" : "";
 }
@@ -67,10 +71,16 @@ struct lockset *lockset_new(enum lock_kind kind)
 	}
 	/* The segmented kinds: seg_geom_n segments by stripes of 2^seg_geom_k
 	 * units (64 and 14 unless a section sets others). */
-	if ((kind == LK_RANGE_SEG || kind == LK_RANGE_FIFO_SEG) &&
+	if ((kind == LK_RANGE_SEG || kind == LK_RANGE_FIFO_SEG || kind == LK_RANGE_SEG_DW) &&
 	    range_lock_tree_set_segments(&ls->tree, seg_geom_n, seg_geom_k) != 0) {
 		fprintf(stderr, "rangelock-bench: range_lock_tree_set_segments(%u, %u) failed\n",
 			seg_geom_n, seg_geom_k);
+		exit(2);
+	}
+	/* Readers first: writers defer to sleeping readers. */
+	if ((kind == LK_RANGE_DW || kind == LK_RANGE_SEG_DW) &&
+	    range_lock_tree_defer_writers(&ls->tree, 1) != 0) {
+		fprintf(stderr, "rangelock-bench: range_lock_tree_defer_writers failed\n");
 		exit(2);
 	}
 	/* The fast-read-off kinds: every read through the internal lock. */

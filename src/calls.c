@@ -107,6 +107,15 @@ int rl_file_acquire(const char *call, struct range_lock_tree *tree,
 	return r;
 }
 
+/* Readers first (defer.c) on a tree with segments: a writer defers once,
+ * before its dispatch (a segment's tree never defers: enter()). */
+static inline __attribute__((always_inline)) void
+seg_defer_writer(struct range_lock_tree *tree, bool reader, const struct waiter *w)
+{
+	if (!reader && __builtin_expect(tree_defers_writers(tree), 0))
+		rl_defer_writer(tree, w);
+}
+
 /* @f: the tree's second-level slot, as the caller read it (tree_file()). */
 static inline __attribute__((always_inline)) int
 lock_two_levels_f(const char *call, struct range_lock_tree *tree,
@@ -129,16 +138,20 @@ lock_two_levels_f(const char *call, struct range_lock_tree *tree,
 			 * gate refuses it there (seg_gate.c). */
 			if (is_unbound_segments(f)) {
 				if (t) { /* its segment's tree */
+					seg_defer_writer(tree, reader, w);
 					r = rl_lock_in(call, t, lock, reader, w, subclass,
 						       CHECKS_SITE(site));
 					if (__builtin_expect(r != RL_GATE_REFUSED, 1))
 						return r;
 				} else if (lock && rl_gate_wide_range(f, lock)) {
-					/* the tree itself, run as a plain tree */
+					/* the tree itself, run as a plain tree
+					 * (enter() defers a writer, readers first) */
 					r = lock_common(call, tree, lock, reader, w, subclass,
 							site);
 					if (__builtin_expect(r != RL_GATE_REFUSED, 1))
 						return r;
+				} else {
+					seg_defer_writer(tree, reader, w);
 				}
 				return rl_seg_lock(call, tree, lock, reader, w, subclass,
 						   CHECKS_SITE(site));
@@ -146,6 +159,7 @@ lock_two_levels_f(const char *call, struct range_lock_tree *tree,
 			/* bound: the local level in the segments, then the file */
 			if (file_range_bad(call, tree, lock, w->kind != WAIT_PLAIN))
 				return -EINVAL;
+			seg_defer_writer(tree, reader, w);
 			r = t ? rl_lock_in(call, t, lock, reader, w, subclass,
 					   CHECKS_SITE(site))
 			      : RL_GATE_REFUSED;
@@ -189,6 +203,7 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 	{                                                                        \
 		struct waiter w;                                                \
 		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
+		seg_defer_writer(tree, reader, &w);                             \
 		if (lock_common("range_" #mode "_lock", t, lock, reader, &w, 0,  \
 				site) == RL_GATE_REFUSED) /* seg_gate.c */      \
 			rl_seg_lock("range_" #mode "_lock", tree, lock, reader, \

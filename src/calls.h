@@ -24,6 +24,7 @@
 
 #include "annotate.h"
 #include "checks.h"
+#include "defer.h"
 #include "fast_read.h"
 #include "file_lock.h"
 #include "protocol.h"
@@ -162,6 +163,12 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 	} else if (w) {
 		w->word = WORD_NONE; /* the checking mode: no fast path */
 	}
+	/* Readers first (defer.c): before the writer enters.  Never here for
+	 * a segment's tree (the flag is the user's tree's; its dispatch
+	 * defers), nor on a free tree (a sleeping reader is in the tree). */
+	if (!reader && w && w->kind != WAIT_ASYNC &&
+	    __builtin_expect(tree_defers_writers(tree), 0))
+		rl_defer_writer(tree, w);
 	lock->rb_parent_flags = reader ? RL_READER : 0;
 
 	if (__builtin_expect(!tree_lock_entering_how(tree, w ? TL_ACQ_ENTER : TL_ACQ_TRY), 0)) {

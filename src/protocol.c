@@ -23,7 +23,9 @@
  *                 seg_span.c the calls' dispatch and spanning requests,
  *                 seg_sets.c sets across segments, seg_async.c
  *                 asynchronous spans, seg_grow.c grow across segments
- *   tree_admin.c  init, destroy, set_fifo, set_fast_read, set_file, versions
+ *   defer.c       readers first: writers defer to the tree's sleeping readers
+ *   tree_admin.c  init, destroy, set_fifo, defer_writers, set_fast_read,
+ *                 set_file, versions
  *   stats.c       statistics and the dump (stats.h)
  *   thread_id.c   the thread-id cache (thread_id.h)
  *

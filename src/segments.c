@@ -207,7 +207,9 @@ int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on, bool n
 	if (need_empty && !rl_gate_all_empty(s->top)) {
 		r = -EBUSY;
 	} else {
-		for (unsigned g = 0; g < 1u << s->log2n; g++) {
+		/* Readers first is the user's tree's alone (defer.c). */
+		for (unsigned g = 0; flag != RANGE_LOCK_TREE_FLAG_DEFER_WRITERS &&
+				     g < 1u << s->log2n; g++) {
 			struct range_lock_tree *t = rl_seg_tree(s, g);
 
 			tree_flags_store(t, on ? t->flags | flag : t->flags & ~flag);

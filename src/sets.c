@@ -290,6 +290,16 @@ static int lock_many_two_levels(const char *call, struct range_lock_tree *tree,
 {
 	struct range_lock_file *f = tree ? file_of(tree) : NULL;
 
+	/* Readers first (defer.c): a set with a writer defers before it
+	 * enters (the entries below never defer again). */
+	if (w && tree && items && __builtin_expect(tree_defers_writers(tree), 0)) {
+		for (unsigned i = 0; i < n; i++) {
+			if (items[i].mode != RANGE_LOCK_READ) {
+				rl_defer_writer(tree, w);
+				break;
+			}
+		}
+	}
 	if (__builtin_expect(f != NULL, 0)) {
 		if (is_unbound_segments(f))
 			return lock_many_segments(call, tree, items, n, w, site);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * librangelock: tree and request administration -- init, destroy, the
- * setters (set_fifo, set_fast_read, set_file), request init, the version.
+ * setters (set_fifo, defer_writers, set_fast_read, set_file), request
+ * init, the version.
  * Each setter revokes the fast readers first (protocol.c): they are
  * requests too.
  */
@@ -43,6 +44,24 @@ int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo)
 	}
 	tree_unlock(tree);
 	return busy ? -EBUSY : 0;
+}
+
+int range_lock_tree_defer_writers(struct range_lock_tree *tree, int on)
+{
+	if (!tree)
+		rl_die("range_lock_tree_defer_writers", NULL, "NULL tree");
+	/* The user's tree's flag alone (never a segment's: defer.c); read
+	 * with relaxed loads, so it may change while the tree is in use: a
+	 * reader decides once per sleep, a writer once per call. */
+	if (tree_is_segmented(tree))
+		return rl_seg_set_flag(tree, RANGE_LOCK_TREE_FLAG_DEFER_WRITERS, on, false);
+	tree_lock(tree);
+	if (on)
+		tree_flags_store(tree, tree->flags | RANGE_LOCK_TREE_FLAG_DEFER_WRITERS);
+	else
+		tree_flags_store(tree, tree->flags & ~RANGE_LOCK_TREE_FLAG_DEFER_WRITERS);
+	tree_unlock(tree);
+	return 0;
 }
 
 int range_lock_tree_set_fast_read(struct range_lock_tree *tree, int on)

@@ -29,6 +29,7 @@
 #include <rangelock/rangelock.h>
 
 #include "annotate.h"
+#include "defer.h"
 #include "protocol.h"
 #include "segments.h"
 #include "spin.h"
@@ -345,7 +346,7 @@ static int sleep_once(struct waiter *w, _Atomic uint32_t *word, uint32_t v)
 }
 
 /* Returns 0 when granted, -EINTR or -ETIMEDOUT after leaving the tree. */
-static int wait_loop(struct waiter *w)
+static int wait_loop_counted(struct waiter *w)
 {
 	_Atomic uint32_t *word = wait_word(w->lock);
 	/* No spin for interruptible waits: a signal handler that runs while
@@ -410,6 +411,13 @@ static int wait_loop(struct waiter *w)
 			v = atomic_load_explicit(word, memory_order_acquire);
 			continue;
 		}
+		/* A reader of a readers-first tree counts itself from its
+		 * first sleep to the end of its wait (defer.c). */
+		if (w->reader && !w->defer_looked) {
+			w->defer_looked = true;
+			w->defer = rl_defer_word_of_sleeper(w->tree);
+			rl_defer_reader_asleep(w->defer);
+		}
 		/* Announce the sleep, so the releaser knows to FUTEX_WAKE. */
 		if (!(v & SLEEPING)) {
 			if (!atomic_compare_exchange_weak_explicit(
@@ -436,9 +444,24 @@ static int wait_loop(struct waiter *w)
 	}
 }
 
+/* Granted or given up: a reader counted asleep counts itself off, which
+ * may end the deferral of the tree's writers (defer.c). */
+static int wait_loop(struct waiter *w)
+{
+	int r;
+
+	w->defer_looked = false;
+	w->defer = NULL;
+	r = wait_loop_counted(w);
+	rl_defer_reader_awake(w->defer);
+	return r;
+}
+
 static void withdraw_on_cancel(void *arg)
 {
 	struct waiter *w = arg;
+
+	rl_defer_reader_awake(w->defer); /* cancelled in sleep_once() */
 
 	rl_asan_unwound(); /* annotate.h: a cancellation's unwinding */
 	rl_probe_give_up(w->tree, w->lock, w->reader, -ECANCELED);

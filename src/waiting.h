@@ -53,6 +53,11 @@ struct waiter {
 	const struct range_lock_item *items;
 	unsigned n;
 	struct growth *growth;
+	/* Readers first (defer.c): wait_loop() looked up the tree's
+	 * deferral word at the first sleep of a reader; where it counted
+	 * the reader (NULL: the tree is not readers-first). */
+	bool defer_looked;
+	_Atomic uint32_t *defer;
 	/* Set by a give-up that found the request granted and kept it
 	 * (-EINTR or -ETIMEDOUT; the call returned 0): read only by a
 	 * spanning request (seg_span.c), which clears it before each wait. */

@@ -32,6 +32,13 @@
  *    writer on the same units waits behind it.  Choose it when arrival order
  *    matters more than throughput with more threads than CPUs (the default
  *    policy is several times faster there in librangelock's benchmarks).
+ *  - Readers first, with either policy (range_lock_tree_defer_writers()):
+ *    a writer's blocking lock call that finds a reader of the tree asleep
+ *    in its wait first waits, before it enters the tree, until no reader of
+ *    the tree sleeps, for at most about 2 ms.  For more threads than CPUs,
+ *    where readers that met a writer preempted while holding would
+ *    otherwise get a small share of the operations.  It gives up one
+ *    promise: a writer whose range conflicts with nothing may wait.
  *
  * Fast reads (both policies; range_lock_tree_set_fast_read() turns them
  * off for a tree): while no writer uses a tree, a read lock does not enter
@@ -278,9 +285,9 @@ extern "C" {
 /* The version of this header (since 0.1); rangelock_version() gives the
  * library's. */
 #define RANGELOCK_VERSION_MAJOR 0
-#define RANGELOCK_VERSION_MINOR 4
+#define RANGELOCK_VERSION_MINOR 5
 #define RANGELOCK_VERSION_PATCH 0
-#define RANGELOCK_VERSION_STRING "0.4.0"
+#define RANGELOCK_VERSION_STRING "0.5.0"
 
 /**
  * RANGE_LOCK_FULL - the last unit of every resource.
@@ -337,9 +344,12 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
 };
 
 /* The tree's policy flags (struct range_lock_tree.flags; the other bits
- * are private): strict FIFO (since 0.2); no reader fast path (since 0.3). */
+ * are private): strict FIFO (since 0.2); no reader fast path (since 0.3);
+ * readers first (since 0.5). */
 #define RANGE_LOCK_TREE_FLAG_FIFO 1u
 #define RANGE_LOCK_TREE_FLAG_NO_FAST_READ 2u
+/* Readers first (since 0.5): range_lock_tree_defer_writers(). */
+#define RANGE_LOCK_TREE_FLAG_DEFER_WRITERS 8u
 
 /**
  * RANGE_LOCK_TREE_INITIALIZER() - static initialiser of a tree (default policy).
@@ -413,6 +423,46 @@ RANGELOCK_API void range_lock_tree_init(struct range_lock_tree *tree);
  * Since: 0.2
  */
 RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fifo);
+
+/**
+ * range_lock_tree_defer_writers() - let sleeping readers go first.
+ * @tree: the tree, with or without segments; it may be in use.
+ * @on:   nonzero: writers defer to the tree's sleeping readers; 0 (the
+ *        default of range_lock_tree_init() and the static initialisers):
+ *        they do not.
+ *
+ * With more threads than CPUs, a reader that meets a writer preempted while
+ * holding sleeps until that writer runs again, while the other writers, on
+ * ranges of their own, keep the CPUs: readers then complete a small share
+ * of the operations (a tenth to a fiftieth of a writer's, measured with 4
+ * writers and 2 readers on 2 CPUs).  On a readers-first tree, a blocking
+ * write lock call (range_write_lock(), _interruptible, _killable,
+ * _timedlock, and the range_lock_many() calls of a set with a writer) that
+ * finds a reader of the tree asleep in its wait first waits, before it
+ * enters the tree, until no reader of the tree sleeps, for at most about
+ * 2 ms; then it goes on as if it had just been called.  The wait ends
+ * early at a timed call's deadline, or when a signal handler runs during an
+ * interruptible call (the call goes on; it returns -EINTR only for a
+ * handler that runs while it waits for a request).  Trylocks, asynchronous
+ * submissions, grow, and read calls never defer.
+ *
+ * What it costs: a writer whose range conflicts with nothing may wait (the
+ * promise "a request that conflicts with nothing is granted at once" does
+ * not hold for writers of this tree), and a thread that holds a range a
+ * reader sleeps for and then makes a write lock call on the tree waits the
+ * whole 2 ms.  Calls on a tree without readers asleep, and every call of
+ * a tree that is not readers-first, cost what they did.  The grant order
+ * inside the tree is the policy's (default or FIFO) either way.
+ *
+ * Readers counted for this share one word with the trees whose addresses
+ * hash alike (64 words per process): a writer may then defer to another
+ * tree's readers, for the same bound.
+ *
+ * Return: 0.
+ *
+ * Since: 0.5
+ */
+RANGELOCK_API int range_lock_tree_defer_writers(struct range_lock_tree *tree, int on);
 
 /**
  * range_lock_tree_set_fast_read() - allow or forbid the reader fast path.

@@ -210,6 +210,14 @@ public:
 		return range_lock_tree_set_segments(&t_, segments, stripe_shift);
 	}
 
+	/// Writers defer to the tree's sleeping readers, for at most about
+	/// 2 ms per call (range_lock_tree_defer_writers(), which says
+	/// what it costs); at any time.  Return: 0.
+	int defer_writers(bool on = true) noexcept
+	{
+		return range_lock_tree_defer_writers(&t_, on ? 1 : 0);
+	}
+
 	/// Start counting statistics (range_lock_tree_enable_stats()) in
 	/// storage that this object owns and frees.  Return: 0 (also when
 	/// they are already counted there); -EBUSY if enabled with a caller's

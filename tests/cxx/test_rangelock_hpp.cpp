@@ -102,6 +102,27 @@ static bool read_free(rangelock::tree &t, uint64_t s, uint64_t l)
 	return got;
 }
 
+// ---- tree::defer_writers() --------------------------------------------
+
+// The flag on the C tree, with and without segments; locks still work.
+static void test_defer_writers()
+{
+	rangelock::tree t;
+
+	CHECK(t.defer_writers() == 0);
+	CHECK((t.native_handle()->flags & RANGE_LOCK_TREE_FLAG_DEFER_WRITERS) != 0);
+	CHECK(t.set_segments(4, 18) == 0);         // kept by a split
+	CHECK((t.native_handle()->flags & RANGE_LOCK_TREE_FLAG_DEFER_WRITERS) != 0);
+	{
+		range a(t, 0, 4095);
+		std::unique_lock<range> la(a);
+		CHECK(!write_free(t, 4000, 4100));
+		CHECK(write_free(t, 262144, 262200));
+	}
+	CHECK(t.defer_writers(false) == 0);
+	CHECK((t.native_handle()->flags & RANGE_LOCK_TREE_FLAG_DEFER_WRITERS) == 0);
+}
+
 // ---- tree::set_segments(), tree's statistics -------------------------------
 
 // A 1 MiB buffer, 4 segments by stripes of 256 KiB: exclusion within a
@@ -833,6 +854,7 @@ int main()
 	test_async_cancel();
 	test_async_delete_in_completion();
 	test_set_segments();
+	test_defer_writers();
 	test_stats();
 	test_misuse();
 	if (failures) {

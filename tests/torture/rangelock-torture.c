@@ -134,6 +134,7 @@ static struct options {
 	enum stats_mode stats;
 	bool verbose;
 	bool fifo;                 /* --policy=fifo: a strict-FIFO tree */
+	bool defer_writers;        /* --defer-writers: writers defer to sleeping readers */
 	unsigned max_wait_ms;      /* a writer waiting longer fails; 0: off */
 	unsigned write_pause_us;   /* writers sleep this long between ops */
 	double xunlock_share;      /* percent of holds unlocked by another thread */
@@ -2742,6 +2743,8 @@ static void usage(FILE *f)
 "                      never unlocked; range_lock_tree_destroy must fail)\n"
 "  --verbose           per-thread counters at the end\n"
 "  --policy=P          default (eventual fairness) or fifo (strict arrival order)\n"
+"  --defer-writers     range_lock_tree_defer_writers(): writers defer to the\n"
+"                      tree's sleeping readers (at most about 2 ms)\n"
 "  --max-wait-ms=N     fail if a writer waits longer than N ms for its range\n"
 "  --write-pause-us=US writers sleep US between operations (read-mostly mixes)\n"
 "  --xunlock=P         percent of holds unlocked by another thread (0)\n"
@@ -2854,7 +2857,7 @@ static void parse_options(int argc, char **argv)
 		O_MAXLEN, O_FULL, O_LONG, O_LONGUS, O_HOLDUS, O_EMPTY, O_CALLS,
 		O_STUTTER, O_SHUFFLE, O_CPUS, O_STORM, O_NOSTORM, O_SA, O_SIGUS,
 		O_CANCELMS, O_TIMEOUTUS, O_WATCHDOG, O_STAT, O_SEED, O_INJECT, O_STATS,
-		O_VERBOSE, O_HELP, O_POLICY, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST, O_EXPWORD,
+		O_VERBOSE, O_HELP, O_POLICY, O_RFIRST, O_MAXWAIT, O_WPAUSE, O_XUNLOCK, O_EXPFAST, O_EXPWORD,
 		O_MANY, O_GROW, O_ASYNCSHARE, O_SEGMENTS, O_STATSREADER, O_BIND,
 		O_WIDE, O_WIDEBURST, O_WIDEPHASE,
 	};
@@ -2888,6 +2891,7 @@ static void parse_options(int argc, char **argv)
 		{ "stats", required_argument, 0, O_STATS },
 		{ "verbose", no_argument, 0, O_VERBOSE },
 		{ "policy", required_argument, 0, O_POLICY },
+		{ "defer-writers", no_argument, 0, O_RFIRST },
 		{ "max-wait-ms", required_argument, 0, O_MAXWAIT },
 		{ "write-pause-us", required_argument, 0, O_WPAUSE },
 		{ "xunlock", required_argument, 0, O_XUNLOCK },
@@ -3039,6 +3043,9 @@ static void parse_options(int argc, char **argv)
 			break;
 		case O_VERBOSE:
 			opt.verbose = true;
+			break;
+		case O_RFIRST:
+			opt.defer_writers = true;
 			break;
 		case O_POLICY:
 			if (!strcmp(optarg, "fifo"))
@@ -3403,6 +3410,8 @@ int main(int argc, char **argv)
 		range_lock_tree_init(&tree);
 		if (opt.fifo)
 			range_lock_tree_set_fifo(&tree, 1);
+		if (opt.defer_writers)
+			range_lock_tree_defer_writers(&tree, 1);
 		if (opt.seg_n) {
 			rc = range_lock_tree_set_segments(&tree, opt.seg_n, opt.seg_shift);
 			if (rc) {
