@@ -86,23 +86,70 @@ skip_stage() { # skip_stage NAME WHY
 	record "$1" SKIPPED 0 "$2"
 }
 
-# stage PRESET DESCRIPTION [--test-preset TEST-PRESET] [ctest arguments]:
-# configure, build, ctest (with the test preset of the same name, or the
-# one given).
+# tested_targets BUILD-DIR TEST-PRESET: the targets whose programs the
+# test preset's tests run (a program in BUILD-DIR named on a test's command
+# line that is a target of the build), one a line; none if a test names no
+# such program but a file of the source tree (then the stage builds
+# everything).  A program the list misses makes its test fail (not found),
+# never pass.
+tested_targets() {
+	local dir=$1 names targets found="" name line arg
+	names=" $(ctest --preset "$2" -N 2>/dev/null |
+		sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' | tr '\n' ' ') "
+	# Makefiles list "... target", Ninja "target: phony"
+	targets=" $(cmake --build "$dir" --target help 2>/dev/null |
+		sed -n -e 's/^\.\.\. \([^ ]*\).*/\1/p' -e 's/^\([^ :]*\): .*/\1/p' |
+		tr '\n' ' ') "
+	while read -r line; do
+		name=${line#add_test(}
+		name=${name%% *}
+		[[ $names == *" $name "* ]] || continue
+		local mine=""
+		for arg in $line; do
+			arg=${arg//\"/}
+			arg=${arg%)}
+			[[ $arg == "$dir"/* ]] || continue
+			arg=${arg##*/}
+			case $arg in lib*.a | lib*.so*) arg=${arg#lib} arg=${arg%%.*} ;; esac
+			[[ $targets == *" $arg "* ]] && mine+=" $arg"
+		done
+		# a test naming no program built here but a file of the source
+		# tree (a script): build everything; naming neither (a skip
+		# notice: cmake -E echo): nothing to build for it
+		[ -n "$mine" ] || [[ $line != *"$PWD/"* ]] || return 0
+		found+="$mine"
+	done < <(find "$dir" -name CTestTestfile.cmake -exec grep -h '^add_test(' {} +)
+	printf '%s\n' $found | sort -u
+}
+
+# stage PRESET DESCRIPTION [--test-preset TEST-PRESET] [--build-tested]
+# [ctest arguments]: configure, build, ctest (with the test preset of the
+# same name, or the one given).  With --build-tested, only the programs the
+# test preset runs are built (tested_targets), for stages whose tests are a
+# subset and whose build preset names no targets.
 stage() {
 	local preset=$1 what=$2 t0=$SECONDS log=$logs/$1.log status detail
-	local total failed skipped test_preset=$1
+	local total failed skipped test_preset=$1 build_tested="" targets=()
 	wanted "$preset" || return 0
 	shift 2
 	if [ "${1:-}" = --test-preset ]; then
 		test_preset=$2
 		shift 2
 	fi
+	if [ "${1:-}" = --build-tested ]; then
+		build_tested=1
+		shift
+	fi
 	banner "$preset: $what"
 	if ! cmake --preset "$preset" > "$logs/$preset.configure.log" 2>&1; then
 		cat "$logs/$preset.configure.log"
 		status=FAIL detail="configure failed"
-	elif ! cmake --build --preset "$preset" -j"$jobs"; then
+	elif [ -n "$build_tested" ] &&
+	     mapfile -t targets < <(tested_targets "$PWD/build-$preset" "$test_preset") &&
+	     [ ${#targets[@]} -gt 0 ] && echo "building the ${#targets[@]} programs the tests run" &&
+	     ! cmake --build --preset "$preset" -j"$jobs" --target "${targets[@]}"; then
+		status=FAIL detail="build failed"
+	elif [ ${#targets[@]} -eq 0 ] && ! cmake --build --preset "$preset" -j"$jobs"; then
 		status=FAIL detail="build failed"
 	else
 		ctest --preset "$test_preset" "$@" 2>&1 | tee "$log"
@@ -133,8 +180,8 @@ stage default "every test (unit, torture, model, examples, bench, packaging)"
 # a test that includes private headers (its 70 s run is left to the other
 # stages).  About a minute on 2 cores.
 stage debug "Debug build (-O0, checking mode): quick unit tests, one torture mix"
-stage tsan "ThreadSanitizer: unit tests and torture"
-stage asan "AddressSanitizer + UndefinedBehaviorSanitizer: unit tests and torture"
+stage tsan "ThreadSanitizer: unit tests and torture" --build-tested
+stage asan "AddressSanitizer + UndefinedBehaviorSanitizer: unit tests and torture" --build-tested
 if have clang; then
 	stage clang "clang, warnings as errors"
 else
@@ -179,7 +226,7 @@ for arch in aarch64 s390x; do
 	fi
 done
 if have musl-gcc; then
-	stage musl "musl libc: unit tests, torture and examples"
+	stage musl "musl libc: unit tests, torture and examples" --build-tested
 else
 	skip_stage musl "needs musl-gcc (apt-get install musl-tools)"
 fi

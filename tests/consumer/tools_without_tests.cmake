@@ -15,8 +15,10 @@ function(run)
 endfunction()
 
 file(REMOVE_RECURSE ${WORK})
+# Release at -O0 (-DNDEBUG kept): this test checks what is built, installed
+# and run from where, not the code; -O0 compiles in a third of the time.
 run(${CMAKE_COMMAND} -S ${SRC} -B ${WORK}/build -DBUILD_TESTING=OFF
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=${CC}
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS_RELEASE=-O0 -DNDEBUG" -DCMAKE_C_COMPILER=${CC}
     -DCMAKE_INSTALL_LIBDIR=lib/multiarch-test)
 foreach(target rangelock rangelock-bench rangelock-torture)
   execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/build -j2 --target ${target}
