@@ -285,9 +285,9 @@ extern "C" {
 /* The version of this header (since 0.1); rangelock_version() gives the
  * library's. */
 #define RANGELOCK_VERSION_MAJOR 0
-#define RANGELOCK_VERSION_MINOR 5
+#define RANGELOCK_VERSION_MINOR 4
 #define RANGELOCK_VERSION_PATCH 0
-#define RANGELOCK_VERSION_STRING "0.5.0"
+#define RANGELOCK_VERSION_STRING "0.4.0"
 
 /**
  * RANGE_LOCK_FULL - the last unit of every resource.
@@ -345,10 +345,10 @@ struct RANGELOCK_ALIGN8 range_lock_tree {
 
 /* The tree's policy flags (struct range_lock_tree.flags; the other bits
  * are private): strict FIFO (since 0.2); no reader fast path (since 0.3);
- * readers first (since 0.5). */
+ * readers first (since 0.4). */
 #define RANGE_LOCK_TREE_FLAG_FIFO 1u
 #define RANGE_LOCK_TREE_FLAG_NO_FAST_READ 2u
-/* Readers first (since 0.5): range_lock_tree_defer_writers(). */
+/* Readers first (since 0.4): range_lock_tree_defer_writers(). */
 #define RANGE_LOCK_TREE_FLAG_DEFER_WRITERS 8u
 
 /**
@@ -460,7 +460,7 @@ RANGELOCK_API int range_lock_tree_set_fifo(struct range_lock_tree *tree, int fif
  *
  * Return: 0.
  *
- * Since: 0.5
+ * Since: 0.4
  */
 RANGELOCK_API int range_lock_tree_defer_writers(struct range_lock_tree *tree, int on);
 
