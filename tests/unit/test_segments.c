@@ -2093,6 +2093,94 @@ static void test_sets_give_up(void **state)
 }
 
 /*
+ * Acquisitions count the holds returned to callers, on both kinds of tree
+ * (struct range_lock_stats): a set {X read, free at entry; Y write, granted
+ * while the set waits; Z write, still waiting} that gives up (cancellation,
+ * signal) counts neither X nor Y, and they leave held_now.  The same set
+ * on a tree without segments (a plain set) and on one of 4 segments of
+ * 4-unit stripes (one spanning arrival: Y meets segments 0 and 1).
+ */
+static void set_give_up_counts(bool segmented, bool fifo, bool cancel,
+			       struct range_lock_stats *st)
+{
+	static const uint64_t r[3][2] = { { 12, 14 }, { 3, 5 }, { 9, 9 } };
+	static const int m[3] = { RANGE_LOCK_READ, RANGE_LOCK_WRITE, RANGE_LOCK_WRITE };
+	struct range_lock_tree tree;
+	struct range_lock_stats storage; /* (a plain tree's counts live) */
+	struct range_lock h1, h2;
+	struct set_locker b;
+	pthread_t tb;
+	void *ret;
+	int i;
+
+	if (segmented) {
+		seg_tree(&tree, 4, 2, fifo);
+	} else {
+		range_lock_tree_init(&tree);
+		assert_int_equal(range_lock_tree_set_fifo(&tree, fifo), 0);
+	}
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &storage), 0);
+	range_lock_init(&h1, 5, 5);
+	range_lock_init(&h2, 9, 9);
+	range_write_lock(&tree, &h1);
+	range_write_lock(&tree, &h2);
+	start_set_locker(&b, &tb, &tree, 3, r, m, cancel ? 2 : 1);
+	assert_true(wait_for_parts_waiting(&tree, 2)); /* Y and Z (X held) */
+	range_write_unlock(&tree, &h1);
+	/* Y granted (claimed, if it was only made eligible) while Z waits. */
+	for (i = 0; i < 10000; i++) {
+		if (dump_count(&tree, "waiting") == 1 && dump_count(&tree, "eligible") == 0)
+			break;
+		sleep_ms(1);
+	}
+	assert_true(i < 10000);
+	assert_int_equal(atomic_load(&b.done), 0);
+	if (cancel) {
+		pthread_cancel(tb);
+		pthread_join(tb, &ret);
+		assert_ptr_equal(ret, PTHREAD_CANCELED);
+	} else {
+		while (!atomic_load(&b.done)) {
+			pthread_kill(tb, SIGUSR1);
+			sleep_ms(1);
+		}
+		pthread_join(tb, NULL);
+		assert_int_equal(b.result, -EINTR);
+	}
+	assert_int_equal(range_lock_tree_get_stats(&tree, st), 0); /* (before the probes) */
+	assert_true(all_free(&tree, 0, 8, 2));
+	assert_true(all_free(&tree, 10, 15, 2));
+	range_write_unlock(&tree, &h2);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_sets_give_up_counts(void **state)
+{
+	(void)state;
+	watchdog(60);
+	signal(SIGUSR1, on_signal);
+	for (int round = 0; round < 4; round++) {
+		bool fifo = round & 1, cancel = round & 2;
+		struct range_lock_stats plain, seg;
+
+		set_give_up_counts(false, fifo, cancel, &plain);
+		set_give_up_counts(true, fifo, cancel, &seg);
+		/* h1 and h2 only: X and Y never reached the caller */
+		assert_int_equal(plain.write_acquired, 2);
+		assert_int_equal(plain.read_acquired, 0);
+		assert_int_equal(seg.write_acquired, 2);
+		assert_int_equal(seg.read_acquired, 0);
+		assert_int_equal(plain.held_now, 1); /* h2 */
+		assert_int_equal(seg.held_now, 1);
+		assert_int_equal(plain.waiting_now, 0);
+		assert_int_equal(seg.waiting_now, 0);
+		assert_int_equal(plain.gave_up_signal + plain.gave_up_cancel, 1);
+		assert_int_equal(seg.gave_up_signal + seg.gave_up_cancel, 1);
+		assert_int_equal(plain.contended, seg.contended);
+	}
+}
+
+/*
  * The classic deadlock of two threads taking two ranges in opposite
  * orders, as sets over segments: none, ever (one arrival each).
  */
@@ -3314,6 +3402,7 @@ int main(void)
 		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_sets_spanning),
 		cmocka_unit_test(test_sets_give_up),
+		cmocka_unit_test(test_sets_give_up_counts),
 		cmocka_unit_test(test_sets_no_deadlock),
 		cmocka_unit_test(test_async_one_stripe),
 		cmocka_unit_test(test_async_spanning),
