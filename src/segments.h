@@ -272,8 +272,12 @@ RL_HIDDEN int rl_seg_set_file(struct range_lock_tree *tree, struct range_lock_fi
 RL_HIDDEN int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on,
 			      bool need_empty);
 RL_HIDDEN void rl_seg_dump(struct range_lock_tree *tree, void *out);
-/* stats.c: the dump of a tree whose lock the caller holds. */
-RL_HIDDEN void rl_dump_locked(struct range_lock_tree *tree, FILE *out);
+/* stats.c: the dump of a tree whose lock the caller holds; @part prints
+ * a part of a spanning request (NULL: as any request, "span part"). */
+typedef void (*rl_dump_part_fn)(FILE *out, const struct range_lock *part, const char *mid,
+				const char *end, void *arg);
+RL_HIDDEN void rl_dump_locked(struct range_lock_tree *tree, FILE *out, rl_dump_part_fn part,
+			      void *arg);
 /* The gate's admin hold (seg_gate.c): the user's tree's word whatever the
  * mode, then every segment's lock, a closed one too, ascending; fast
  * readers revoked if @revoke.  @a records what to give back. */

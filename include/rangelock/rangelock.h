@@ -1496,12 +1496,23 @@ RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
  * (2^22, above every kernel thread id) up an id of the library's own, one
  * per thread, for a thread whose gettid() fails (a seccomp filter may do
  * that); "slot=N" instead for a fast read, which knows its slot, not its
- * thread; on a tree with segments, "span part" for each part of a request
- * that spans segments.  Fast readers are moved into the
- * tree first, so they are shown too.  Writers waiting on the lock word
- * (word mode) keep no record but their stacks: the dump wakes them, says how
- * many it woke, and they wait in the tree from then on.  Safe at any time; it holds the
- * internal lock while it prints, so do not dump to a pipe nobody reads.
+ * thread.  Fast readers are moved into the tree first, so they are shown
+ * too.  Writers waiting on the lock word (word mode) keep no record but
+ * their stacks: the dump wakes them, says how many it woke, and they wait
+ * in the tree from then on.  Safe at any time; it holds the internal lock
+ * while it prints, so do not dump to a pipe nobody reads.
+ *
+ * A tree with segments is shown segment by segment (" segment G:", then
+ * that segment's requests), every line within the units of its segment.
+ * A request that spans segments has a part in each segment it meets,
+ * shown as the pieces of its range there, one line per stripe, each
+ * clipped to its stripe: with 2 segments of 16-unit stripes, [0, 40]
+ * shows under segment 0 as "[0, 15] write held seq=.. blocking=.. span
+ * part 1/3 of [0, 40]" and "[32, 40] the same part, 3/3 of [0, 40]", and
+ * under segment 1 as "[16, 31] ... span part 2/3 of [0, 40]" (the 2nd of
+ * the 3 stripes it meets).  Mode and state appear once per part, on its
+ * first line; a part of more than 4 stripes shows its first two, a line
+ * "(N more of the same part, one in every S stripes)", and its last.
  *
  * Since: 0.1
  */

@@ -838,6 +838,119 @@ static void test_stats_count_spans_once(void **state)
 	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
 }
 
+
+/* The dump of @tree as one string (free() it). */
+static char *dump_text(struct range_lock_tree *tree)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		abort();
+	range_lock_tree_dump(tree, f);
+	fclose(f);
+	return buf;
+}
+
+/* Lines of @text under " segment g:" whose range is not within one stripe
+ * of segment g (S segments, stripes of 2^k units); @lines: ranges seen. */
+static int dump_lines_outside(const char *text, unsigned S, unsigned k, int *lines)
+{
+	const char *l = text;
+	unsigned g = UINT32_MAX;
+	int bad = 0;
+
+	*lines = 0;
+	for (; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long long a, b;
+		unsigned seg;
+
+		if (sscanf(l, " segment %u:", &seg) == 1) {
+			g = seg;
+		} else if (sscanf(l, "  [%llu, %llu]", &a, &b) == 2) {
+			(*lines)++;
+			if (g == UINT32_MAX || a > b || a >> k != b >> k || (a >> k) % S != g) {
+				fprintf(stderr, "outside segment %u: %.*s\n", g,
+					(int)strcspn(l, "\n"), l);
+				bad++;
+			}
+		}
+	}
+	return bad;
+}
+
+/*
+ * The dump shows a spanning request's part in its segment as the pieces
+ * of its range there, one line per stripe, each clipped to the stripe: a
+ * reader can check that every line of a segment lies within its units.
+ * 2 segments of 16-unit stripes: [0, 40] is [0, 15] and [32, 40] in
+ * segment 0 (1/3, 3/3), [16, 31] in segment 1 (2/3); a part of many
+ * stripes is shortened; the mode and state words appear once per part
+ * (a waiting spanning request: one "waiting" line per part).
+ */
+static void test_dump_parts_clipped(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock a, b, c;
+	struct locker w;
+	pthread_t tw;
+	char *text;
+	int lines;
+
+	(void)state;
+	watchdog(60);
+	seg_tree(&tree, 2, 4, false);
+	range_lock_init(&a, 0, 40);
+	range_write_lock(&tree, &a);
+	text = dump_text(&tree);
+	assert_int_equal(dump_lines_outside(text, 2, 4, &lines), 0);
+	assert_int_equal(lines, 3);
+	assert_non_null(strstr(text, " segment 0:\n"));
+	assert_non_null(strstr(text, "  [0, 15] write held     seq=0 blocking=0 span part "
+				     "1/3 of [0, 40]\n  [32, 40] the same part, 3/3 of [0, 40]\n"));
+	assert_non_null(strstr(text, " segment 1:\n"));
+	assert_non_null(strstr(text, "  [16, 31] write held     seq=0 blocking=0 span part "
+				     "2/3 of [0, 40]\n"));
+	assert_null(strstr(text, "[0, 40] write"));
+	free(text);
+
+	/* Many stripes: the first two, a count, the last; the whole range. */
+	range_lock_init(&b, 100, 1000);
+	range_read_lock(&tree, &b);
+	range_lock_init(&c, 2000, RANGE_LOCK_FULL);
+	range_read_lock(&tree, &c);
+	text = dump_text(&tree);
+	assert_int_equal(dump_lines_outside(text, 2, 4, &lines), 0);
+	assert_int_equal(lines, 3 + 2 * 3 + 2 * 3); /* (first, second, last) */
+	assert_non_null(strstr(text, "  [100, 111] read  held     seq=1 blocking=0 span part "
+				     "1/57 of [100, 1000]\n  [128, 143] the same part, 3/57 of "
+				     "[100, 1000]\n    (26 more of the same part, one in every 2 "
+				     "stripes)\n  [992, 1000] the same part, 57/57 of [100, 1000]\n"));
+	assert_non_null(strstr(text, "  [18446744073709551600, 18446744073709551615] the same "
+				     "part, 1152921504606846851/1152921504606846851 of [2000, "
+				     "18446744073709551615]\n"));
+	assert_int_equal(dump_count(&tree, "span part"), 2 + 2 + 2);
+	free(text);
+
+	/* A waiting spanning request: one waiting line per part, its pieces
+	 * in their segments. */
+	start_locker(&w, &tw, &tree, 30, 120, false, 0);
+	assert_true(wait_for_parts_waiting(&tree, 2));
+	text = dump_text(&tree);
+	assert_int_equal(dump_lines_outside(text, 2, 4, &lines), 0);
+	assert_non_null(strstr(text, "  [30, 31] write waiting  "));
+	assert_non_null(strstr(text, "  [32, 47] write waiting  "));
+	assert_non_null(strstr(text, "  [112, 120] the same part, 7/7 of [30, 120]\n"));
+	free(text);
+	range_write_unlock(&tree, &a);
+	range_read_unlock(&tree, &b);
+	range_read_unlock(&tree, &c);
+	pthread_join(tw, NULL);
+	range_write_unlock(&tree, &w.req);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
 /*
  * The header's contract of range_lock_tree_set_segments() beyond test_admin:
  * on a tree without segments, statistics make a split -ENOTSUP but
@@ -3399,6 +3512,7 @@ int main(void)
 #endif
 		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_set_segments_contract),
+		cmocka_unit_test(test_dump_parts_clipped),
 		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_sets_spanning),
 		cmocka_unit_test(test_sets_give_up),
