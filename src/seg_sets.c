@@ -174,6 +174,7 @@ static int set_enter(const char *call, struct range_lock_tree *tree, struct set_
 			STAT_PEAK(ms, waiting_now, waiting_peak);
 		} else if (ms) {
 			rl_stat_granted(ms, sp->reader, false);
+			stat_spanning(ms, sp->n, 1);
 		}
 	}
 	if (st && waiting)

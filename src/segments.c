@@ -360,6 +360,8 @@ int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *s
 
 			rl_race_ok(&t->stats, sizeof(t->stats));
 			rl_stats_zero(&blocks[g].st);
+			blocks[g].spanning = 0;
+			blocks[g].spanning_parts = 0;
 			rl_stats_recount(t, &blocks[g].st);
 			/* release: a waiter that sees the pointer sees zeroed counters */
 			__atomic_store_n(&t->stats, &blocks[g].st, __ATOMIC_RELEASE);
@@ -424,9 +426,48 @@ void rl_seg_reset_stats(struct range_lock_tree *tree)
 	atomic_store_explicit(&s->drain_busy, 0, memory_order_relaxed);
 	for (unsigned g = 0; g <= 1u << s->log2n; g++) { /* (and the tree itself) */
 		rl_stats_zero(&s->stats[g].st);
+		__atomic_store_n(&s->stats[g].spanning, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->stats[g].spanning_parts, 0, __ATOMIC_RELAXED);
 		rl_stats_recount(g < 1u << s->log2n ? rl_seg_tree(s, g) : tree, &s->stats[g].st);
 	}
 	rl_gate_admin_unlock(s->top, &a);
+}
+
+/*
+ * The segment statistics (range_lock_tree_get_segment_stats()), a
+ * snapshot under every segment's lock: the acquisitions of the segments'
+ * blocks are the requests within one segment and the spanning ones
+ * (counted apart, stat_spanning()); the tree's own block (index S) counts
+ * the holds on the tree run as a plain tree.  -ENODATA if statistics are
+ * not enabled (@out zeroed).
+ */
+int rl_seg_get_segment_stats(struct range_lock_tree *tree, struct range_lock_segment_stats *out)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct rl_gate_admin a;
+	unsigned nseg = 1u << s->log2n;
+	uint64_t acq = 0, spanning = 0, parts = 0, plain;
+
+	memset(out, 0, sizeof(*out));
+	if (!__atomic_load_n(&s->user_stats, __ATOMIC_ACQUIRE))
+		return -ENODATA;
+	rl_gate_admin_lock(s->top, &a, false);
+	for (unsigned g = 0; g < nseg; g++) {
+		const struct rl_seg_stats *b = &s->stats[g];
+
+		acq += __atomic_load_n(&b->st.read_acquired, __ATOMIC_RELAXED) +
+		       __atomic_load_n(&b->st.write_acquired, __ATOMIC_RELAXED);
+		spanning += __atomic_load_n(&b->spanning, __ATOMIC_RELAXED);
+		parts += __atomic_load_n(&b->spanning_parts, __ATOMIC_RELAXED);
+	}
+	plain = __atomic_load_n(&s->stats[nseg].st.read_acquired, __ATOMIC_RELAXED) +
+		__atomic_load_n(&s->stats[nseg].st.write_acquired, __ATOMIC_RELAXED);
+	rl_gate_admin_unlock(s->top, &a);
+	out->one_segment = acq - spanning;
+	out->spanning = spanning;
+	out->spanning_parts = parts;
+	out->whole_tree = plain;
+	return 0;
 }
 
 /*

@@ -111,6 +111,36 @@ int range_lock_tree_get_stats(struct range_lock_tree *tree,
 	return 0;
 }
 
+int range_lock_tree_get_segment_stats(struct range_lock_tree *tree,
+				      struct range_lock_segment_stats *stats, size_t size)
+{
+	struct range_lock_segment_stats mine;
+	int r = 0;
+
+	if (!tree || !stats || size < sizeof(uint64_t))
+		return -EINVAL;
+	if (tree_is_segmented(tree)) {
+		r = rl_seg_get_segment_stats(tree, &mine);
+	} else {
+		/* A tree without segments is one segment. */
+		memset(&mine, 0, sizeof(mine));
+		tree_lock(tree);
+		if (tree->stats)
+			mine.one_segment =
+				__atomic_load_n(&tree->stats->read_acquired, __ATOMIC_RELAXED) +
+				__atomic_load_n(&tree->stats->write_acquired, __ATOMIC_RELAXED);
+		else
+			r = -ENODATA;
+		tree_unlock(tree);
+	}
+	/* What the caller's struct has beyond ours (a later header's
+	 * fields) reads zero. */
+	memcpy(stats, &mine, size < sizeof(mine) ? size : sizeof(mine));
+	if (size > sizeof(mine))
+		memset((char *)stats + sizeof(mine), 0, size - sizeof(mine));
+	return r;
+}
+
 void range_lock_tree_reset_stats(struct range_lock_tree *tree)
 {
 	if (!tree)

@@ -1489,6 +1489,59 @@ RANGELOCK_API int range_lock_tree_get_stats(struct range_lock_tree *tree,
 RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
 
 /**
+ * struct range_lock_segment_stats - where a tree's holds lay: within one
+ * segment, across several, or on the tree itself.
+ *
+ * Counted with the acquisitions of struct range_lock_stats, while
+ * statistics are enabled, at no other cost: the three holds counters add
+ * up to read_acquired + write_acquired.  Read by
+ * range_lock_tree_get_segment_stats().
+ *
+ * A request that meets several segments costs a lock of each and waits
+ * for the conflicts of all of them: when @spanning is a large share of
+ * the holds, the stripes (2^k units) are narrow for the requests, or the
+ * requests straddle the boundaries of the ranges the threads work on;
+ * @spanning_parts / @spanning is the number of segments such a request
+ * meets on average.  @whole_tree counts the holds on the tree run as a
+ * plain tree (wide requests, range_lock_tree_set_segments(), and those
+ * that came while one held it).
+ *
+ * Since: 0.4
+ */
+struct RANGELOCK_ALIGN8 range_lock_segment_stats {
+	uint64_t one_segment;    /* holds of requests within one segment */
+	uint64_t spanning;       /* holds of requests that met several segments */
+	uint64_t spanning_parts; /* the segments those met, summed */
+	uint64_t whole_tree;     /* holds on the tree itself (wide requests) */
+};
+
+/**
+ * range_lock_tree_get_segment_stats() - copy the segment statistics.
+ * @tree:  the tree.
+ * @stats: where to copy them.
+ * @size:  sizeof(struct range_lock_segment_stats), of the header you
+ *         compiled with.
+ *
+ * A snapshot taken under the internal locks, as range_lock_tree_get_stats()
+ * takes one.  The library writes exactly @size bytes of @stats: the
+ * fields it knows, up to @size, and zeros after them.  So a program built
+ * against a later header, whose struct has more fields, reads zeros for
+ * those from this library, and a later library writes only this header's
+ * fields for a program built against it.  A tree without segments is one
+ * segment: every hold is in @one_segment.  A grow counts where the grown
+ * request lies.
+ *
+ * Return: 0; -ENODATA if statistics are not enabled for @tree
+ * (range_lock_tree_enable_stats()), with @stats zeroed; -EINVAL if @tree
+ * or @stats is NULL or @size is less than 8.
+ *
+ * Since: 0.4
+ */
+RANGELOCK_API int range_lock_tree_get_segment_stats(struct range_lock_tree *tree,
+						    struct range_lock_segment_stats *stats,
+						    size_t size);
+
+/**
  * range_lock_tree_dump() - print every request in the tree, in start order.
  *
  * One line per request: range, mode, held or waiting, seqnum, blocking count

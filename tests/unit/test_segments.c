@@ -2207,7 +2207,8 @@ static void test_sets_give_up(void **state)
 
 /*
  * Acquisitions count the holds returned to callers, on both kinds of tree
- * (struct range_lock_stats): a set {X read, free at entry; Y write, granted
+ * (struct range_lock_stats): a set {X read, free at entry (spanning
+ * segments 2 and 3 on a segmented tree); Y write, granted
  * while the set waits; Z write, still waiting} that gives up (cancellation,
  * signal) counts neither X nor Y, and they leave held_now.  The same set
  * on a tree without segments (a plain set) and on one of 4 segments of
@@ -2216,10 +2217,11 @@ static void test_sets_give_up(void **state)
 static void set_give_up_counts(bool segmented, bool fifo, bool cancel,
 			       struct range_lock_stats *st)
 {
-	static const uint64_t r[3][2] = { { 12, 14 }, { 3, 5 }, { 9, 9 } };
+	static const uint64_t r[3][2] = { { 10, 14 }, { 3, 5 }, { 9, 9 } };
 	static const int m[3] = { RANGE_LOCK_READ, RANGE_LOCK_WRITE, RANGE_LOCK_WRITE };
 	struct range_lock_tree tree;
 	struct range_lock_stats storage; /* (a plain tree's counts live) */
+	struct range_lock_segment_stats ss;
 	struct range_lock h1, h2;
 	struct set_locker b;
 	pthread_t tb;
@@ -2261,6 +2263,10 @@ static void set_give_up_counts(bool segmented, bool fifo, bool cancel,
 		assert_int_equal(b.result, -EINTR);
 	}
 	assert_int_equal(range_lock_tree_get_stats(&tree, st), 0); /* (before the probes) */
+	/* X spanned segments 2 and 3: given back there too */
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, &ss, sizeof(ss)), 0);
+	assert_int_equal(ss.one_segment, 2);
+	assert_int_equal(ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
 	assert_true(all_free(&tree, 0, 8, 2));
 	assert_true(all_free(&tree, 10, 15, 2));
 	range_write_unlock(&tree, &h2);
@@ -2291,6 +2297,131 @@ static void test_sets_give_up_counts(void **state)
 		assert_int_equal(seg.gave_up_signal + seg.gave_up_cancel, 1);
 		assert_int_equal(plain.contended, seg.contended);
 	}
+}
+
+/* The segment statistics of @tree, checked against its statistics: the
+ * holds add up to the acquisitions. */
+static struct range_lock_segment_stats seg_stats(struct range_lock_tree *tree)
+{
+	struct range_lock_segment_stats ss;
+	struct range_lock_stats st;
+
+	assert_int_equal(range_lock_tree_get_segment_stats(tree, &ss, sizeof(ss)), 0);
+	assert_int_equal(range_lock_tree_get_stats(tree, &st), 0);
+	assert_int_equal(ss.one_segment + ss.spanning + ss.whole_tree,
+			 st.read_acquired + st.write_acquired);
+	return ss;
+}
+
+/*
+ * Segment statistics (range_lock_tree_get_segment_stats()): holds within
+ * one segment, spanning ones and the segments they met, holds on the tree
+ * itself (a whole-range request through the gate, 16 segments); zero and
+ * -ENODATA without statistics; a set's members each where they lie; a
+ * reset; the size argument (a shorter struct, a longer one).
+ */
+static void test_segment_stats(void **state)
+{
+	static const uint64_t rs[2][2] = { { 0, 0 }, { 3, 5 } };
+	static const int ms[2] = { RANGE_LOCK_WRITE, RANGE_LOCK_READ };
+	struct range_lock_tree tree;
+	struct range_lock_stats st;
+	struct range_lock_segment_stats ss;
+	struct range_lock_item it[2];
+	struct range_lock a, req[2];
+	uint64_t big[6];
+
+	(void)state;
+	watchdog(60);
+	/* Without statistics: -ENODATA, zeroed; misuse: -EINVAL. */
+	seg_tree(&tree, 4, 2, false);
+	memset(&ss, 0xff, sizeof(ss));
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, &ss, sizeof(ss)), -ENODATA);
+	assert_int_equal(ss.one_segment | ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
+	assert_int_equal(range_lock_tree_get_segment_stats(NULL, &ss, sizeof(ss)), -EINVAL);
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, NULL, sizeof(ss)), -EINVAL);
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, &ss, 4), -EINVAL);
+
+	/* 4 segments, stripes of 4 units. */
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment | ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
+	for (int i = 0; i < 3; i++) {
+		range_lock_init(&a, 0, 1);
+		range_write_lock(&tree, &a);
+		range_write_unlock(&tree, &a);
+	}
+	range_lock_init(&a, 5, 6);
+	assert_true(range_read_trylock(&tree, &a));
+	range_read_unlock(&tree, &a);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment, 4);
+	assert_int_equal(ss.spanning, 0);
+	range_lock_init(&a, 2, 9);                    /* segments 0, 1, 2 */
+	range_write_lock(&tree, &a);
+	range_write_unlock(&tree, &a);
+	range_lock_init(&a, 0, RANGE_LOCK_FULL);      /* all 4 (not wide: S < 16) */
+	assert_true(range_write_trylock(&tree, &a));
+	range_write_unlock(&tree, &a);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment, 4);
+	assert_int_equal(ss.spanning, 2);
+	assert_int_equal(ss.spanning_parts, 3 + 4);
+	assert_int_equal(ss.whole_tree, 0);
+	/* A set across segments: each member where it lies. */
+	set_items(it, req, 2, rs, ms);
+	range_lock_many(&tree, it, 2);
+	range_unlock_many(&tree, it, 2);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment, 5);
+	assert_int_equal(ss.spanning, 3);
+	assert_int_equal(ss.spanning_parts, 3 + 4 + 2);
+	/* The caller's size: fewer fields written, more zeroed. */
+	memset(big, 0xff, sizeof(big));
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, (void *)big, 16), 0);
+	assert_int_equal(big[0], 5);
+	assert_int_equal(big[1], 3);
+	assert_int_equal(big[2], UINT64_MAX);
+	memset(big, 0xff, sizeof(big));
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, (void *)big, sizeof(big)), 0);
+	assert_int_equal(big[2], 3 + 4 + 2);
+	assert_int_equal(big[4], 0);
+	assert_int_equal(big[5], 0);
+	range_lock_tree_reset_stats(&tree);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment | ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
+	/* 16 segments: a whole-range request holds the tree itself. */
+	seg_tree(&tree, 16, 4, false);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	range_lock_init(&a, 0, RANGE_LOCK_FULL);
+	range_write_lock(&tree, &a);
+	range_write_unlock(&tree, &a);
+	range_lock_init(&a, 0, 0);                    /* back to the segments */
+	range_write_lock(&tree, &a);
+	range_write_unlock(&tree, &a);
+	range_lock_init(&a, 10, 20);                  /* segments 0 and 1 */
+	range_write_lock(&tree, &a);
+	range_write_unlock(&tree, &a);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.whole_tree, 1);
+	assert_int_equal(ss.one_segment, 1);
+	assert_int_equal(ss.spanning, 1);
+	assert_int_equal(ss.spanning_parts, 2);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
+	/* A tree without segments is one segment. */
+	range_lock_tree_init(&tree);
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, &ss, sizeof(ss)), -ENODATA);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	range_lock_init(&a, 0, RANGE_LOCK_FULL);
+	range_read_lock(&tree, &a);
+	range_read_unlock(&tree, &a);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment, 1);
+	assert_int_equal(ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
 }
 
 /*
@@ -3517,6 +3648,7 @@ int main(void)
 		cmocka_unit_test(test_sets_spanning),
 		cmocka_unit_test(test_sets_give_up),
 		cmocka_unit_test(test_sets_give_up_counts),
+		cmocka_unit_test(test_segment_stats),
 		cmocka_unit_test(test_sets_no_deadlock),
 		cmocka_unit_test(test_async_one_stripe),
 		cmocka_unit_test(test_async_spanning),
