@@ -626,6 +626,7 @@ retry:
 			STAT_ADD(st, read_acquired, 1);
 		else
 			STAT_ADD(st, write_acquired, 1);
+		stat_spanning(st, n, 1);
 	}
 	rl_check_resized(tree, lock);
 	grow_lock_all(gs, n, false);

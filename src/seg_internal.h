@@ -117,6 +117,21 @@ static inline void span_check_held(const char *call, const struct span *sp,
 		rl_die(call, lock, "request is still waiting, not held");
 }
 
+/* An acquisition (@d 1) of a request of @n parts, or one taken back (@d
+ * -1), in the segment statistics of @st, a block of struct rl_seg_stats
+ * (every segment's, and the tree's own while it runs as a plain tree):
+ * spanning only (a request within one segment counts in st alone).
+ * Under the lock of @st's tree, with the acquisition itself. */
+static inline void stat_spanning(struct range_lock_stats *st, unsigned n, int d)
+{
+	struct rl_seg_stats *b = (struct rl_seg_stats *)(void *)st; /* (st is its first member) */
+
+	if (n > 1) {
+		STAT_ADD(b, spanning, (uint64_t)(int64_t)d);
+		STAT_ADD(b, spanning_parts, (uint64_t)((int64_t)d * n));
+	}
+}
+
 /* A give-up in the statistics @st (@why: -EINTR, -ETIMEDOUT, or
  * -ECANCELED for a cancellation). */
 static inline void stat_give_up(struct range_lock_stats *st, int why)

@@ -38,7 +38,9 @@
  * once per set, in the first member's first segment: the contention, the
  * busy trylock, the wait time and the give-up (rl_span_count() leaves those
  * to the set for in_set spans).  A member granted while the set waits
- * and given up with it is never counted as acquired (a plain set's is).
+ * and given up with it is never counted as acquired, and one held at
+ * entry is taken back (rl_span_count()): acquisitions count the holds
+ * returned to callers, as on a plain tree (waiting.c, stat_given_back()).
  */
 /* Sets of up to this many members keep their spans' array on the stack. */
 #define SET_LOCAL 8
@@ -172,6 +174,7 @@ static int set_enter(const char *call, struct range_lock_tree *tree, struct set_
 			STAT_PEAK(ms, waiting_now, waiting_peak);
 		} else if (ms) {
 			rl_stat_granted(ms, sp->reader, false);
+			stat_spanning(ms, sp->n, 1);
 		}
 	}
 	if (st && waiting)

@@ -71,6 +71,7 @@ void rl_span_count(struct span *sp, struct range_lock_tree *t0, int to, int why)
 			rl_stat_wait_time(st, rl_now_ns() - sp->wait_start_ns);
 		if (to == SPAN_HELD) {
 			rl_stat_granted(st, sp->reader, true);
+			stat_spanning(st, sp->n, 1);
 		} else {
 			STAT_ADD(st, waiting_now, -1);
 			if (!sp->in_set) /* (a set counts its give-up once) */
@@ -78,6 +79,13 @@ void rl_span_count(struct span *sp, struct range_lock_tree *t0, int to, int why)
 		}
 	} else if (st && sp->counted == SPAN_HELD && to == SPAN_OUT) {
 		STAT_ADD(st, held_now, -1);
+		if (why) { /* a set member held at entry, given back with its set */
+			if (sp->reader)
+				STAT_ADD(st, read_acquired, -1);
+			else
+				STAT_ADD(st, write_acquired, -1);
+			stat_spanning(st, sp->n, -1);
+		}
 	}
 	sp->counted = to;
 }
@@ -234,6 +242,7 @@ int rl_span_enter(const char *call, struct span *sp,
 		STAT_PEAK(st, waiting_now, waiting_peak);
 	} else if (st) {
 		rl_stat_granted(st, reader, false);
+		stat_spanning(st, sp->n, 1);
 	}
 	if (async) {
 		/* Before the parts can be granted: their completions read

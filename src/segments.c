@@ -362,6 +362,8 @@ int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *s
 
 			rl_race_ok(&t->stats, sizeof(t->stats));
 			rl_stats_zero(&blocks[g].st);
+			blocks[g].spanning = 0;
+			blocks[g].spanning_parts = 0;
 			rl_stats_recount(t, &blocks[g].st);
 			/* release: a waiter that sees the pointer sees zeroed counters */
 			__atomic_store_n(&t->stats, &blocks[g].st, __ATOMIC_RELEASE);
@@ -426,9 +428,48 @@ void rl_seg_reset_stats(struct range_lock_tree *tree)
 	atomic_store_explicit(&s->drain_busy, 0, memory_order_relaxed);
 	for (unsigned g = 0; g <= 1u << s->log2n; g++) { /* (and the tree itself) */
 		rl_stats_zero(&s->stats[g].st);
+		__atomic_store_n(&s->stats[g].spanning, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->stats[g].spanning_parts, 0, __ATOMIC_RELAXED);
 		rl_stats_recount(g < 1u << s->log2n ? rl_seg_tree(s, g) : tree, &s->stats[g].st);
 	}
 	rl_gate_admin_unlock(s->top, &a);
+}
+
+/*
+ * The segment statistics (range_lock_tree_get_segment_stats()), a
+ * snapshot under every segment's lock: the acquisitions of the segments'
+ * blocks are the requests within one segment and the spanning ones
+ * (counted apart, stat_spanning()); the tree's own block (index S) counts
+ * the holds on the tree run as a plain tree.  -ENODATA if statistics are
+ * not enabled (@out zeroed).
+ */
+int rl_seg_get_segment_stats(struct range_lock_tree *tree, struct range_lock_segment_stats *out)
+{
+	struct rl_segments *s = segments_of(tree);
+	struct rl_gate_admin a;
+	unsigned nseg = 1u << s->log2n;
+	uint64_t acq = 0, spanning = 0, parts = 0, plain;
+
+	memset(out, 0, sizeof(*out));
+	if (!__atomic_load_n(&s->user_stats, __ATOMIC_ACQUIRE))
+		return -ENODATA;
+	rl_gate_admin_lock(s->top, &a, false);
+	for (unsigned g = 0; g < nseg; g++) {
+		const struct rl_seg_stats *b = &s->stats[g];
+
+		acq += __atomic_load_n(&b->st.read_acquired, __ATOMIC_RELAXED) +
+		       __atomic_load_n(&b->st.write_acquired, __ATOMIC_RELAXED);
+		spanning += __atomic_load_n(&b->spanning, __ATOMIC_RELAXED);
+		parts += __atomic_load_n(&b->spanning_parts, __ATOMIC_RELAXED);
+	}
+	plain = __atomic_load_n(&s->stats[nseg].st.read_acquired, __ATOMIC_RELAXED) +
+		__atomic_load_n(&s->stats[nseg].st.write_acquired, __ATOMIC_RELAXED);
+	rl_gate_admin_unlock(s->top, &a);
+	out->one_segment = acq - spanning;
+	out->spanning = spanning;
+	out->spanning_parts = parts;
+	out->whole_tree = plain;
+	return 0;
 }
 
 /*
@@ -602,6 +643,66 @@ void rl_seg_downgrade(struct range_lock_tree *tree, struct range_lock *lock)
 	lock->rb_parent_flags |= RL_READER;
 }
 
+/* A count from 1 whose last value may be 2^64 (k = 0, the whole range):
+ * @v is the count minus one. */
+static const char *count_str(uint64_t v, char buf[24])
+{
+	if (v == UINT64_MAX)
+		return "18446744073709551616";
+	snprintf(buf, 24, "%llu", (unsigned long long)(v + 1));
+	return buf;
+}
+
+/* A part with more stripes than this in its segment prints the first two,
+ * a line for those between, and the last. */
+#define DUMP_PIECES_MAX 4u
+
+/*
+ * The dump of part @p of a spanning request, in its segment: its hull
+ * there runs from the request's first unit in that segment to its last,
+ * over the stripes of the other segments between; so the part is printed
+ * as its PIECES, one line per stripe of its segment that the request
+ * meets, each clipped to that stripe: "[0, 15] ... span part 1/3 of
+ * [0, 40]" (the request's first of 3 stripes), then, for the same part,
+ * "[32, 40] the same part, 3/3 of [0, 40]" -- so that every line of a
+ * segment lies within that segment's units, and the mode and state words
+ * appear once per part.
+ */
+static void dump_part(FILE *f, const struct range_lock *p, const char *mid, const char *end,
+		      void *arg)
+{
+	const struct rl_segments *s = arg;
+	const struct range_lock *owner = span_of_part(p)->owner;
+	unsigned k = s->shift, S = 1u << s->log2n;
+	uint64_t t0 = p->start >> k, n = ((p->last >> k) - t0) / S + 1; /* pieces */
+	uint64_t of = owner->start >> k;
+	bool known = owner->start <= p->start && p->last <= owner->last;
+	char a[24], b[24];
+
+	for (uint64_t j = 0; j < n; j++) {
+		uint64_t t = t0 + j * S;
+		uint64_t lo = j == 0 ? p->start : t << k;
+		uint64_t hi = j == n - 1 ? p->last : ((t + 1) << k) - 1;
+
+		if (j == 2 && n > DUMP_PIECES_MAX) {
+			fprintf(f, "    (%llu more of the same part, one in every %u stripes)\n",
+				(unsigned long long)(n - 3), S);
+			j = n - 2;
+			continue;
+		}
+		fprintf(f, "  [%llu, %llu] ", (unsigned long long)lo, (unsigned long long)hi);
+		if (j == 0)
+			fprintf(f, "%s span part", mid);
+		else
+			fprintf(f, "the same part,");
+		if (known)
+			fprintf(f, " %s/%s of [%llu, %llu]", count_str(t - of, a),
+				count_str((owner->last >> k) - of, b),
+				(unsigned long long)owner->start, (unsigned long long)owner->last);
+		fprintf(f, "%s\n", j == 0 ? end : "");
+	}
+}
+
 void rl_seg_dump(struct range_lock_tree *tree, void *out)
 {
 	struct rl_segments *s = segments_of(tree);
@@ -616,14 +717,14 @@ void rl_seg_dump(struct range_lock_tree *tree, void *out)
 		(void *)tree, 1u << s->log2n, s->shift,
 		a.plain ? "running as a plain tree (wide requests)" : "running in its segments");
 	if (a.plain)
-		rl_dump_locked(tree, f);
+		rl_dump_locked(tree, f, NULL, NULL);
 	for (unsigned g = 0; g < 1u << s->log2n; g++) {
 		struct range_lock_tree *t = rl_seg_tree(s, g);
 
 		if (!t->root)
 			continue; /* empty: nothing to show */
 		fprintf(f, " segment %u:\n", g);
-		rl_dump_locked(t, f);
+		rl_dump_locked(t, f, dump_part, s);
 	}
 	rl_gate_admin_unlock(tree, &a);
 }

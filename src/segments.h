@@ -48,9 +48,15 @@
 #define RL_SEGMENTS_BOUND ((uintptr_t)2)
 #define RL_SEGMENTS_TAGS (RL_SEGMENTS_TAG | RL_SEGMENTS_BOUND)
 
-/* A segment's statistics counters: own lines, as the segment's tree. */
+/* A segment's statistics counters: own lines, as the segment's tree.  The
+ * segment statistics (range_lock_tree_get_segment_stats()): the spanning
+ * requests among the acquisitions of st, counted with them in the block
+ * of their first part's segment, and the segments they met (the rest of
+ * the 128-byte block: no line more). */
 struct rl_seg_stats {
 	struct range_lock_stats st;
+	uint64_t spanning;
+	uint64_t spanning_parts;
 } __attribute__((aligned(128)));
 
 /* The segment array, allocated by range_lock_tree_set_segments(). */
@@ -272,8 +278,12 @@ RL_HIDDEN int rl_seg_set_file(struct range_lock_tree *tree, struct range_lock_fi
 RL_HIDDEN int rl_seg_set_flag(struct range_lock_tree *tree, uint32_t flag, bool on,
 			      bool need_empty);
 RL_HIDDEN void rl_seg_dump(struct range_lock_tree *tree, void *out);
-/* stats.c: the dump of a tree whose lock the caller holds. */
-RL_HIDDEN void rl_dump_locked(struct range_lock_tree *tree, FILE *out);
+/* stats.c: the dump of a tree whose lock the caller holds; @part prints
+ * a part of a spanning request (NULL: as any request, "span part"). */
+typedef void (*rl_dump_part_fn)(FILE *out, const struct range_lock *part, const char *mid,
+				const char *end, void *arg);
+RL_HIDDEN void rl_dump_locked(struct range_lock_tree *tree, FILE *out, rl_dump_part_fn part,
+			      void *arg);
 /* The gate's admin hold (seg_gate.c): the user's tree's word whatever the
  * mode, then every segment's lock, a closed one too, ascending; fast
  * readers revoked if @revoke.  @a records what to give back. */
@@ -299,6 +309,8 @@ static inline bool rl_gate_wide(const struct rl_segments *s, unsigned n)
 RL_HIDDEN int rl_seg_enable_stats(struct range_lock_tree *tree, struct range_lock_stats *storage);
 RL_HIDDEN int rl_seg_get_stats(struct range_lock_tree *tree, struct range_lock_stats *out);
 RL_HIDDEN void rl_seg_reset_stats(struct range_lock_tree *tree);
+RL_HIDDEN int rl_seg_get_segment_stats(struct range_lock_tree *tree,
+				       struct range_lock_segment_stats *out);
 /* The checking mode's name of a tree: a segment's is its user's tree. */
 RL_HIDDEN const struct range_lock_tree *rl_seg_user_tree(const struct range_lock_tree *tree);
 /* Sets on a segmented tree (sets.c dispatches here, once check_items()

@@ -111,6 +111,36 @@ int range_lock_tree_get_stats(struct range_lock_tree *tree,
 	return 0;
 }
 
+int range_lock_tree_get_segment_stats(struct range_lock_tree *tree,
+				      struct range_lock_segment_stats *stats, size_t size)
+{
+	struct range_lock_segment_stats mine;
+	int r = 0;
+
+	if (!tree || !stats || size < sizeof(uint64_t))
+		return -EINVAL;
+	if (tree_is_segmented(tree)) {
+		r = rl_seg_get_segment_stats(tree, &mine);
+	} else {
+		/* A tree without segments is one segment. */
+		memset(&mine, 0, sizeof(mine));
+		tree_lock(tree);
+		if (tree->stats)
+			mine.one_segment =
+				__atomic_load_n(&tree->stats->read_acquired, __ATOMIC_RELAXED) +
+				__atomic_load_n(&tree->stats->write_acquired, __ATOMIC_RELAXED);
+		else
+			r = -ENODATA;
+		tree_unlock(tree);
+	}
+	/* What the caller's struct has beyond ours (a later header's
+	 * fields) reads zero. */
+	memcpy(stats, &mine, size < sizeof(mine) ? size : sizeof(mine));
+	if (size > sizeof(mine))
+		memset((char *)stats + sizeof(mine), 0, size - sizeof(mine));
+	return r;
+}
+
 void range_lock_tree_reset_stats(struct range_lock_tree *tree)
 {
 	if (!tree)
@@ -129,12 +159,14 @@ void range_lock_tree_reset_stats(struct range_lock_tree *tree)
 
 /* The dump of @tree, whose lock the caller holds (fast readers revoked):
  * also each segment's, and a tree with segments run as a plain tree
- * (segments.c). */
-void rl_dump_locked(struct range_lock_tree *tree, FILE *out)
+ * (segments.c).  A part of a spanning request is printed by @part (the
+ * segment layer's, which knows its geometry), given the line's middle
+ * (mode, state, seqnum, blockers) and its end (" handoff" or ""). */
+void rl_dump_locked(struct range_lock_tree *tree, FILE *out, rl_dump_part_fn part, void *arg)
 {
 	const struct range_lock *n;
 	uint32_t word;
-	char who[24];
+	char who[24], mid[64];
 
 	fprintf(out, "range_lock_tree %p: %u request(s), next seqnum %llu\n",
 		(void *)tree, tree->nr_requests, (unsigned long long)tree->seqnum);
@@ -149,6 +181,14 @@ void rl_dump_locked(struct range_lock_tree *tree, FILE *out)
 	for (n = tree->leftmost; n; n = rl_itree_next_inorder(n)) {
 		word = atomic_load_explicit(wait_word((struct range_lock *)n),
 					    memory_order_relaxed);
+		snprintf(mid, sizeof(mid), "%s %s seq=%llu blocking=%u",
+			 is_reader(n) ? "read " : "write",
+			 word == 0 ? "held    " : word == ELIGIBLE ? "eligible" : "waiting ",
+			 (unsigned long long)n->seqnum, blockers_of(word));
+		if (is_part(n) && part) {
+			part(out, n, mid, (word & HANDOFF) ? " handoff" : "", arg);
+			continue;
+		}
 		/* A reader taken from its slot knows its slot, not its thread. */
 		if (n->owner_tid & RL_SLOT_TAG)
 			snprintf(who, sizeof(who), "slot=%u", n->owner_tid & ~RL_SLOT_TAG);
@@ -160,11 +200,8 @@ void rl_dump_locked(struct range_lock_tree *tree, FILE *out)
 			snprintf(who, sizeof(who), "tid=%u async", n->owner_tid & ~RL_ASYNC_TAG);
 		else
 			snprintf(who, sizeof(who), "tid=%u", n->owner_tid);
-		fprintf(out, "  [%llu, %llu] %s %s seq=%llu blocking=%u %s%s\n",
-			(unsigned long long)n->start, (unsigned long long)n->last,
-			is_reader(n) ? "read " : "write",
-			word == 0 ? "held    " : word == ELIGIBLE ? "eligible" : "waiting ",
-			(unsigned long long)n->seqnum, blockers_of(word), who,
+		fprintf(out, "  [%llu, %llu] %s %s%s\n",
+			(unsigned long long)n->start, (unsigned long long)n->last, mid, who,
 			(word & HANDOFF) ? " handoff" : "");
 	}
 }
@@ -184,7 +221,7 @@ void range_lock_tree_dump(struct range_lock_tree *tree, FILE *out)
 		rl_tl_word_sleepers_woken = 0;
 		tree_lock(tree);
 		rl_revoke_fast_readers(tree); /* fast readers are shown as the held readers they are */
-		rl_dump_locked(tree, out);
+		rl_dump_locked(tree, out, NULL, NULL);
 		tree_unlock(tree);
 	}
 	pthread_setcancelstate(oldstate, NULL);

@@ -105,6 +105,22 @@ static void claim_eligible(struct range_lock_tree *tree, struct range_lock *lock
 		rl_stat_granted_or_grown(tree->stats, lock);
 }
 
+/*
+ * A request granted and then given back by a give-up (a set member granted
+ * while another member waited, a request granted as its killable wait was
+ * cancelled): it never reached its caller, so it leaves held_now and its
+ * acquisition is taken back (struct range_lock_stats: acquisitions count
+ * the holds returned to callers).
+ */
+static void stat_given_back(struct range_lock_stats *st, const struct range_lock *lock)
+{
+	STAT_ADD(st, held_now, -1);
+	if (is_reader(lock))
+		STAT_ADD(st, read_acquired, -1);
+	else
+		STAT_ADD(st, write_acquired, -1);
+}
+
 static void stat_give_up(struct range_lock_stats *st, enum give_up why)
 {
 	if (why == GIVE_UP_SIGNAL)
@@ -165,7 +181,7 @@ static bool withdraw_group(struct waiter *w, enum give_up why)
 		if (st && word != 0)
 			STAT_ADD(st, waiting_now, -1);
 		else if (st && !is_growth(lock))
-			STAT_ADD(st, held_now, -1);
+			stat_given_back(st, lock);
 		rl_remove_request(tree, lock, &wl);
 	}
 	tree_unlock(tree);
@@ -210,7 +226,7 @@ static bool withdraw_request(struct waiter *w, enum give_up why)
 			/* (a growth -- a segmented tree's grow waits for its
 			 * pieces one by one -- was never counted as held) */
 			if (!is_growth(lock))
-				STAT_ADD(st, held_now, -1);
+				stat_given_back(st, lock);
 		} else {
 			STAT_ADD(st, waiting_now, -1);
 		}

@@ -1457,6 +1457,18 @@ RANGELOCK_API int range_write_lock_killable_nested(struct range_lock_tree *tree,
  * wait (granted or not); wait times are in nanoseconds of CLOCK_MONOTONIC and
  * are measured only for those.
  *
+ * Acquisitions count the holds returned to callers, on every tree, with
+ * segments or without: one per request of a call that succeeded (a lock,
+ * a trylock, each member of a set, an asynchronous request whose
+ * completion ran), and one per grow.  A request granted and then given
+ * back by a give-up never reached its caller and is not counted: a member
+ * of a set granted (at entry, or while other members waited) when the set
+ * gave up (signal, deadline, cancellation), or a request granted as its
+ * killable wait was cancelled.  Such a member counts in @held_now and in
+ * the acquisitions from its grant, like any hold, and the give-up takes
+ * it off both; so between two readings taken while sets give up, an
+ * acquisition counter can fall by the members those sets gave back.
+ *
  * Since: 0.1
  */
 struct RANGELOCK_ALIGN8 range_lock_stats {
@@ -1527,6 +1539,59 @@ RANGELOCK_API int range_lock_tree_get_stats(struct range_lock_tree *tree,
 RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
 
 /**
+ * struct range_lock_segment_stats - where a tree's holds lay: within one
+ * segment, across several, or on the tree itself.
+ *
+ * Counted with the acquisitions of struct range_lock_stats, while
+ * statistics are enabled, at no other cost: the three holds counters add
+ * up to read_acquired + write_acquired.  Read by
+ * range_lock_tree_get_segment_stats().
+ *
+ * A request that meets several segments costs a lock of each and waits
+ * for the conflicts of all of them: when @spanning is a large share of
+ * the holds, the stripes (2^k units) are narrow for the requests, or the
+ * requests straddle the boundaries of the ranges the threads work on;
+ * @spanning_parts / @spanning is the number of segments such a request
+ * meets on average.  @whole_tree counts the holds on the tree run as a
+ * plain tree (wide requests, range_lock_tree_set_segments(), and those
+ * that came while one held it).
+ *
+ * Since: 0.4
+ */
+struct RANGELOCK_ALIGN8 range_lock_segment_stats {
+	uint64_t one_segment;    /* holds of requests within one segment */
+	uint64_t spanning;       /* holds of requests that met several segments */
+	uint64_t spanning_parts; /* the segments those met, summed */
+	uint64_t whole_tree;     /* holds on the tree itself (wide requests) */
+};
+
+/**
+ * range_lock_tree_get_segment_stats() - copy the segment statistics.
+ * @tree:  the tree.
+ * @stats: where to copy them.
+ * @size:  sizeof(struct range_lock_segment_stats), of the header you
+ *         compiled with.
+ *
+ * A snapshot taken under the internal locks, as range_lock_tree_get_stats()
+ * takes one.  The library writes exactly @size bytes of @stats: the
+ * fields it knows, up to @size, and zeros after them.  So a program built
+ * against a later header, whose struct has more fields, reads zeros for
+ * those from this library, and a later library writes only this header's
+ * fields for a program built against it.  A tree without segments is one
+ * segment: every hold is in @one_segment.  A grow counts where the grown
+ * request lies.
+ *
+ * Return: 0; -ENODATA if statistics are not enabled for @tree
+ * (range_lock_tree_enable_stats()), with @stats zeroed; -EINVAL if @tree
+ * or @stats is NULL or @size is less than 8.
+ *
+ * Since: 0.4
+ */
+RANGELOCK_API int range_lock_tree_get_segment_stats(struct range_lock_tree *tree,
+						    struct range_lock_segment_stats *stats,
+						    size_t size);
+
+/**
  * range_lock_tree_dump() - print every request in the tree, in start order.
  *
  * One line per request: range, mode, held or waiting, seqnum, blocking count
@@ -1534,12 +1599,23 @@ RANGELOCK_API void range_lock_tree_reset_stats(struct range_lock_tree *tree);
  * (2^22, above every kernel thread id) up an id of the library's own, one
  * per thread, for a thread whose gettid() fails (a seccomp filter may do
  * that); "slot=N" instead for a fast read, which knows its slot, not its
- * thread; on a tree with segments, "span part" for each part of a request
- * that spans segments.  Fast readers are moved into the
- * tree first, so they are shown too.  Writers waiting on the lock word
- * (word mode) keep no record but their stacks: the dump wakes them, says how
- * many it woke, and they wait in the tree from then on.  Safe at any time; it holds the
- * internal lock while it prints, so do not dump to a pipe nobody reads.
+ * thread.  Fast readers are moved into the tree first, so they are shown
+ * too.  Writers waiting on the lock word (word mode) keep no record but
+ * their stacks: the dump wakes them, says how many it woke, and they wait
+ * in the tree from then on.  Safe at any time; it holds the internal lock
+ * while it prints, so do not dump to a pipe nobody reads.
+ *
+ * A tree with segments is shown segment by segment (" segment G:", then
+ * that segment's requests), every line within the units of its segment.
+ * A request that spans segments has a part in each segment it meets,
+ * shown as the pieces of its range there, one line per stripe, each
+ * clipped to its stripe: with 2 segments of 16-unit stripes, [0, 40]
+ * shows under segment 0 as "[0, 15] write held seq=.. blocking=.. span
+ * part 1/3 of [0, 40]" and "[32, 40] the same part, 3/3 of [0, 40]", and
+ * under segment 1 as "[16, 31] ... span part 2/3 of [0, 40]" (the 2nd of
+ * the 3 stripes it meets).  Mode and state appear once per part, on its
+ * first line; a part of more than 4 stripes shows its first two, a line
+ * "(N more of the same part, one in every S stripes)", and its last.
  *
  * Since: 0.1
  */

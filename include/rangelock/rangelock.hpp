@@ -247,6 +247,13 @@ public:
 	/// Zero the counters; held_now and waiting_now restart from the
 	/// requests present now (range_lock_tree_reset_stats()).
 	void reset_stats() noexcept { range_lock_tree_reset_stats(&t_); }
+	/// Where the holds lay: within one segment, spanning, on the tree
+	/// itself (range_lock_tree_get_segment_stats()).
+	/// Return: 0, or -ENODATA if statistics are not enabled.
+	int get_segment_stats(range_lock_segment_stats &out) noexcept
+	{
+		return range_lock_tree_get_segment_stats(&t_, &out, sizeof(out));
+	}
 
 	range_lock_tree *native_handle() noexcept { return &t_; }
 

@@ -205,6 +205,18 @@ static void test_stats()
 		one.unlock_shared();
 		span.unlock();
 		CHECK(t.get_stats(st) == 0 && st.held_now == 0);
+		// ... and the segment statistics see which one spanned.
+		range_lock_segment_stats ss{};
+		CHECK(t.get_segment_stats(ss) == 0);
+		CHECK(ss.one_segment == 1 && ss.spanning == 1 && ss.spanning_parts == 2 &&
+		      ss.whole_tree == 0);
+	}
+	{
+		rangelock::tree t;
+		range_lock_segment_stats ss{};
+
+		CHECK(t.set_segments(4, 18) == 0);
+		CHECK(t.get_segment_stats(ss) == -ENODATA); // statistics not enabled
 	}
 }
 

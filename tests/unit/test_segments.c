@@ -838,6 +838,119 @@ static void test_stats_count_spans_once(void **state)
 	assert_int_equal(range_lock_tree_get_stats(&tree, &st), -ENODATA);
 }
 
+
+/* The dump of @tree as one string (free() it). */
+static char *dump_text(struct range_lock_tree *tree)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		abort();
+	range_lock_tree_dump(tree, f);
+	fclose(f);
+	return buf;
+}
+
+/* Lines of @text under " segment g:" whose range is not within one stripe
+ * of segment g (S segments, stripes of 2^k units); @lines: ranges seen. */
+static int dump_lines_outside(const char *text, unsigned S, unsigned k, int *lines)
+{
+	const char *l = text;
+	unsigned g = UINT32_MAX;
+	int bad = 0;
+
+	*lines = 0;
+	for (; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long long a, b;
+		unsigned seg;
+
+		if (sscanf(l, " segment %u:", &seg) == 1) {
+			g = seg;
+		} else if (sscanf(l, "  [%llu, %llu]", &a, &b) == 2) {
+			(*lines)++;
+			if (g == UINT32_MAX || a > b || a >> k != b >> k || (a >> k) % S != g) {
+				fprintf(stderr, "outside segment %u: %.*s\n", g,
+					(int)strcspn(l, "\n"), l);
+				bad++;
+			}
+		}
+	}
+	return bad;
+}
+
+/*
+ * The dump shows a spanning request's part in its segment as the pieces
+ * of its range there, one line per stripe, each clipped to the stripe: a
+ * reader can check that every line of a segment lies within its units.
+ * 2 segments of 16-unit stripes: [0, 40] is [0, 15] and [32, 40] in
+ * segment 0 (1/3, 3/3), [16, 31] in segment 1 (2/3); a part of many
+ * stripes is shortened; the mode and state words appear once per part
+ * (a waiting spanning request: one "waiting" line per part).
+ */
+static void test_dump_parts_clipped(void **state)
+{
+	struct range_lock_tree tree;
+	struct range_lock a, b, c;
+	struct locker w;
+	pthread_t tw;
+	char *text;
+	int lines;
+
+	(void)state;
+	watchdog(60);
+	seg_tree(&tree, 2, 4, false);
+	range_lock_init(&a, 0, 40);
+	range_write_lock(&tree, &a);
+	text = dump_text(&tree);
+	assert_int_equal(dump_lines_outside(text, 2, 4, &lines), 0);
+	assert_int_equal(lines, 3);
+	assert_non_null(strstr(text, " segment 0:\n"));
+	assert_non_null(strstr(text, "  [0, 15] write held     seq=0 blocking=0 span part "
+				     "1/3 of [0, 40]\n  [32, 40] the same part, 3/3 of [0, 40]\n"));
+	assert_non_null(strstr(text, " segment 1:\n"));
+	assert_non_null(strstr(text, "  [16, 31] write held     seq=0 blocking=0 span part "
+				     "2/3 of [0, 40]\n"));
+	assert_null(strstr(text, "[0, 40] write"));
+	free(text);
+
+	/* Many stripes: the first two, a count, the last; the whole range. */
+	range_lock_init(&b, 100, 1000);
+	range_read_lock(&tree, &b);
+	range_lock_init(&c, 2000, RANGE_LOCK_FULL);
+	range_read_lock(&tree, &c);
+	text = dump_text(&tree);
+	assert_int_equal(dump_lines_outside(text, 2, 4, &lines), 0);
+	assert_int_equal(lines, 3 + 2 * 3 + 2 * 3); /* (first, second, last) */
+	assert_non_null(strstr(text, "  [100, 111] read  held     seq=1 blocking=0 span part "
+				     "1/57 of [100, 1000]\n  [128, 143] the same part, 3/57 of "
+				     "[100, 1000]\n    (26 more of the same part, one in every 2 "
+				     "stripes)\n  [992, 1000] the same part, 57/57 of [100, 1000]\n"));
+	assert_non_null(strstr(text, "  [18446744073709551600, 18446744073709551615] the same "
+				     "part, 1152921504606846851/1152921504606846851 of [2000, "
+				     "18446744073709551615]\n"));
+	assert_int_equal(dump_count(&tree, "span part"), 2 + 2 + 2);
+	free(text);
+
+	/* A waiting spanning request: one waiting line per part, its pieces
+	 * in their segments. */
+	start_locker(&w, &tw, &tree, 30, 120, false, 0);
+	assert_true(wait_for_parts_waiting(&tree, 2));
+	text = dump_text(&tree);
+	assert_int_equal(dump_lines_outside(text, 2, 4, &lines), 0);
+	assert_non_null(strstr(text, "  [30, 31] write waiting  "));
+	assert_non_null(strstr(text, "  [32, 47] write waiting  "));
+	assert_non_null(strstr(text, "  [112, 120] the same part, 7/7 of [30, 120]\n"));
+	free(text);
+	range_write_unlock(&tree, &a);
+	range_read_unlock(&tree, &b);
+	range_read_unlock(&tree, &c);
+	pthread_join(tw, NULL);
+	range_write_unlock(&tree, &w.req);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
 /*
  * The header's contract of range_lock_tree_set_segments() beyond test_admin:
  * on a tree without segments, statistics make a split -ENOTSUP but
@@ -2093,6 +2206,225 @@ static void test_sets_give_up(void **state)
 }
 
 /*
+ * Acquisitions count the holds returned to callers, on both kinds of tree
+ * (struct range_lock_stats): a set {X read, free at entry (spanning
+ * segments 2 and 3 on a segmented tree); Y write, granted
+ * while the set waits; Z write, still waiting} that gives up (cancellation,
+ * signal) counts neither X nor Y, and they leave held_now.  The same set
+ * on a tree without segments (a plain set) and on one of 4 segments of
+ * 4-unit stripes (one spanning arrival: Y meets segments 0 and 1).
+ */
+static void set_give_up_counts(bool segmented, bool fifo, bool cancel,
+			       struct range_lock_stats *st)
+{
+	static const uint64_t r[3][2] = { { 10, 14 }, { 3, 5 }, { 9, 9 } };
+	static const int m[3] = { RANGE_LOCK_READ, RANGE_LOCK_WRITE, RANGE_LOCK_WRITE };
+	struct range_lock_tree tree;
+	struct range_lock_stats storage; /* (a plain tree's counts live) */
+	struct range_lock_segment_stats ss;
+	struct range_lock h1, h2;
+	struct set_locker b;
+	pthread_t tb;
+	void *ret;
+	int i;
+
+	if (segmented) {
+		seg_tree(&tree, 4, 2, fifo);
+	} else {
+		range_lock_tree_init(&tree);
+		assert_int_equal(range_lock_tree_set_fifo(&tree, fifo), 0);
+	}
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &storage), 0);
+	range_lock_init(&h1, 5, 5);
+	range_lock_init(&h2, 9, 9);
+	range_write_lock(&tree, &h1);
+	range_write_lock(&tree, &h2);
+	start_set_locker(&b, &tb, &tree, 3, r, m, cancel ? 2 : 1);
+	assert_true(wait_for_parts_waiting(&tree, 2)); /* Y and Z (X held) */
+	range_write_unlock(&tree, &h1);
+	/* Y granted (claimed, if it was only made eligible) while Z waits. */
+	for (i = 0; i < 10000; i++) {
+		if (dump_count(&tree, "waiting") == 1 && dump_count(&tree, "eligible") == 0)
+			break;
+		sleep_ms(1);
+	}
+	assert_true(i < 10000);
+	assert_int_equal(atomic_load(&b.done), 0);
+	if (cancel) {
+		pthread_cancel(tb);
+		pthread_join(tb, &ret);
+		assert_ptr_equal(ret, PTHREAD_CANCELED);
+	} else {
+		while (!atomic_load(&b.done)) {
+			pthread_kill(tb, SIGUSR1);
+			sleep_ms(1);
+		}
+		pthread_join(tb, NULL);
+		assert_int_equal(b.result, -EINTR);
+	}
+	assert_int_equal(range_lock_tree_get_stats(&tree, st), 0); /* (before the probes) */
+	/* X spanned segments 2 and 3: given back there too */
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, &ss, sizeof(ss)), 0);
+	assert_int_equal(ss.one_segment, 2);
+	assert_int_equal(ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
+	assert_true(all_free(&tree, 0, 8, 2));
+	assert_true(all_free(&tree, 10, 15, 2));
+	range_write_unlock(&tree, &h2);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+static void test_sets_give_up_counts(void **state)
+{
+	(void)state;
+	watchdog(60);
+	signal(SIGUSR1, on_signal);
+	for (int round = 0; round < 4; round++) {
+		bool fifo = round & 1, cancel = round & 2;
+		struct range_lock_stats plain, seg;
+
+		set_give_up_counts(false, fifo, cancel, &plain);
+		set_give_up_counts(true, fifo, cancel, &seg);
+		/* h1 and h2 only: X and Y never reached the caller */
+		assert_int_equal(plain.write_acquired, 2);
+		assert_int_equal(plain.read_acquired, 0);
+		assert_int_equal(seg.write_acquired, 2);
+		assert_int_equal(seg.read_acquired, 0);
+		assert_int_equal(plain.held_now, 1); /* h2 */
+		assert_int_equal(seg.held_now, 1);
+		assert_int_equal(plain.waiting_now, 0);
+		assert_int_equal(seg.waiting_now, 0);
+		assert_int_equal(plain.gave_up_signal + plain.gave_up_cancel, 1);
+		assert_int_equal(seg.gave_up_signal + seg.gave_up_cancel, 1);
+		assert_int_equal(plain.contended, seg.contended);
+	}
+}
+
+/* The segment statistics of @tree, checked against its statistics: the
+ * holds add up to the acquisitions. */
+static struct range_lock_segment_stats seg_stats(struct range_lock_tree *tree)
+{
+	struct range_lock_segment_stats ss;
+	struct range_lock_stats st;
+
+	assert_int_equal(range_lock_tree_get_segment_stats(tree, &ss, sizeof(ss)), 0);
+	assert_int_equal(range_lock_tree_get_stats(tree, &st), 0);
+	assert_int_equal(ss.one_segment + ss.spanning + ss.whole_tree,
+			 st.read_acquired + st.write_acquired);
+	return ss;
+}
+
+/*
+ * Segment statistics (range_lock_tree_get_segment_stats()): holds within
+ * one segment, spanning ones and the segments they met, holds on the tree
+ * itself (a whole-range request through the gate, 16 segments); zero and
+ * -ENODATA without statistics; a set's members each where they lie; a
+ * reset; the size argument (a shorter struct, a longer one).
+ */
+static void test_segment_stats(void **state)
+{
+	static const uint64_t rs[2][2] = { { 0, 0 }, { 3, 5 } };
+	static const int ms[2] = { RANGE_LOCK_WRITE, RANGE_LOCK_READ };
+	struct range_lock_tree tree;
+	struct range_lock_stats st;
+	struct range_lock_segment_stats ss;
+	struct range_lock_item it[2];
+	struct range_lock a, req[2];
+	uint64_t big[6];
+
+	(void)state;
+	watchdog(60);
+	/* Without statistics: -ENODATA, zeroed; misuse: -EINVAL. */
+	seg_tree(&tree, 4, 2, false);
+	memset(&ss, 0xff, sizeof(ss));
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, &ss, sizeof(ss)), -ENODATA);
+	assert_int_equal(ss.one_segment | ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
+	assert_int_equal(range_lock_tree_get_segment_stats(NULL, &ss, sizeof(ss)), -EINVAL);
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, NULL, sizeof(ss)), -EINVAL);
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, &ss, 4), -EINVAL);
+
+	/* 4 segments, stripes of 4 units. */
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment | ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
+	for (int i = 0; i < 3; i++) {
+		range_lock_init(&a, 0, 1);
+		range_write_lock(&tree, &a);
+		range_write_unlock(&tree, &a);
+	}
+	range_lock_init(&a, 5, 6);
+	assert_true(range_read_trylock(&tree, &a));
+	range_read_unlock(&tree, &a);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment, 4);
+	assert_int_equal(ss.spanning, 0);
+	range_lock_init(&a, 2, 9);                    /* segments 0, 1, 2 */
+	range_write_lock(&tree, &a);
+	range_write_unlock(&tree, &a);
+	range_lock_init(&a, 0, RANGE_LOCK_FULL);      /* all 4 (not wide: S < 16) */
+	assert_true(range_write_trylock(&tree, &a));
+	range_write_unlock(&tree, &a);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment, 4);
+	assert_int_equal(ss.spanning, 2);
+	assert_int_equal(ss.spanning_parts, 3 + 4);
+	assert_int_equal(ss.whole_tree, 0);
+	/* A set across segments: each member where it lies. */
+	set_items(it, req, 2, rs, ms);
+	range_lock_many(&tree, it, 2);
+	range_unlock_many(&tree, it, 2);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment, 5);
+	assert_int_equal(ss.spanning, 3);
+	assert_int_equal(ss.spanning_parts, 3 + 4 + 2);
+	/* The caller's size: fewer fields written, more zeroed. */
+	memset(big, 0xff, sizeof(big));
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, (void *)big, 16), 0);
+	assert_int_equal(big[0], 5);
+	assert_int_equal(big[1], 3);
+	assert_int_equal(big[2], UINT64_MAX);
+	memset(big, 0xff, sizeof(big));
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, (void *)big, sizeof(big)), 0);
+	assert_int_equal(big[2], 3 + 4 + 2);
+	assert_int_equal(big[4], 0);
+	assert_int_equal(big[5], 0);
+	range_lock_tree_reset_stats(&tree);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment | ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
+	/* 16 segments: a whole-range request holds the tree itself. */
+	seg_tree(&tree, 16, 4, false);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	range_lock_init(&a, 0, RANGE_LOCK_FULL);
+	range_write_lock(&tree, &a);
+	range_write_unlock(&tree, &a);
+	range_lock_init(&a, 0, 0);                    /* back to the segments */
+	range_write_lock(&tree, &a);
+	range_write_unlock(&tree, &a);
+	range_lock_init(&a, 10, 20);                  /* segments 0 and 1 */
+	range_write_lock(&tree, &a);
+	range_write_unlock(&tree, &a);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.whole_tree, 1);
+	assert_int_equal(ss.one_segment, 1);
+	assert_int_equal(ss.spanning, 1);
+	assert_int_equal(ss.spanning_parts, 2);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+
+	/* A tree without segments is one segment. */
+	range_lock_tree_init(&tree);
+	assert_int_equal(range_lock_tree_get_segment_stats(&tree, &ss, sizeof(ss)), -ENODATA);
+	assert_int_equal(range_lock_tree_enable_stats(&tree, &st), 0);
+	range_lock_init(&a, 0, RANGE_LOCK_FULL);
+	range_read_lock(&tree, &a);
+	range_read_unlock(&tree, &a);
+	ss = seg_stats(&tree);
+	assert_int_equal(ss.one_segment, 1);
+	assert_int_equal(ss.spanning | ss.spanning_parts | ss.whole_tree, 0);
+	assert_int_equal(range_lock_tree_destroy(&tree), 0);
+}
+
+/*
  * The classic deadlock of two threads taking two ranges in opposite
  * orders, as sets over segments: none, ever (one arrival each).
  */
@@ -3311,9 +3643,12 @@ int main(void)
 #endif
 		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_set_segments_contract),
+		cmocka_unit_test(test_dump_parts_clipped),
 		cmocka_unit_test(test_stats_count_spans_once),
 		cmocka_unit_test(test_sets_spanning),
 		cmocka_unit_test(test_sets_give_up),
+		cmocka_unit_test(test_sets_give_up_counts),
+		cmocka_unit_test(test_segment_stats),
 		cmocka_unit_test(test_sets_no_deadlock),
 		cmocka_unit_test(test_async_one_stripe),
 		cmocka_unit_test(test_async_spanning),
