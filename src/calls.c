@@ -15,15 +15,16 @@
  */
 #include "calls.h"
 
-static inline __attribute__((always_inline)) int lock_common(const char *call, struct range_lock_tree *tree,
-		       struct range_lock *lock, bool reader, struct waiter *w,
-		       int subclass, void *site)
+/* @fast: as enter_how()'s (calls.h). */
+static inline __attribute__((always_inline)) int
+lock_common_how(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+		bool reader, struct waiter *w, int subclass, void *site, bool fast)
 {
 	struct entry_scan scan;
 	uint32_t blockers;
 	int r;
 
-	r = enter(call, tree, lock, reader, w);
+	r = enter_how(call, tree, lock, reader, w, fast);
 	if (r != ENTER_TREE) /* held through the word, or gave up, or refused */
 		return r == ENTER_HELD ? 0 : r == ENTER_REFUSED ? RL_GATE_REFUSED : r;
 	if (reader)
@@ -64,6 +65,13 @@ static inline __attribute__((always_inline)) int lock_common(const char *call, s
 	}
 	rl_check_acquired(tree, lock, subclass, site);
 	return 0;
+}
+
+static inline __attribute__((always_inline)) int
+lock_common(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+	    bool reader, struct waiter *w, int subclass, void *site)
+{
+	return lock_common_how(call, tree, lock, reader, w, subclass, site, true);
 }
 
 /* ---- the second level: a tree bound to a file (file_lock.c) ----------- */
@@ -189,44 +197,296 @@ lock_two_levels(const char *call, struct range_lock_tree *tree,
 				 site);
 }
 
+/* ---- a tree with segments, one stripe: the fast paths ---------------- */
+
 /*
- * The plain lock calls on a range within one stripe of a tree with
- * segments: out of line, so that the public call tests for that first and
- * jumps here (a tail call) before it builds its waiter or runs the plain
- * tree's inlined path (seg_one_first() in calls.h).  Trylock and unlock
- * keep their dispatch inside trylock_two_levels() and file_release().
+ * The uncontended request within one stripe of a tree with segments
+ * (rl_seg_one()): held in its segment's tree @t through that tree's
+ * fast-read slot or lock word, by exactly the steps enter()'s fast paths
+ * take there -- so the same grants -- without the frame and the checks of
+ * the general path.  It needs no look at the gate (seg_gate.c), because
+ * neither step can succeed in a segment the gate refuses: a closed
+ * segment's word is TL_CLOSED and a closing one's is never 0 (it is not
+ * empty), so the CAS from 0 fails on both; and a closing or closed
+ * segment is not biased (close_segment() revokes its fast readers under
+ * its lock, and only an entry the gate let in biases a tree again:
+ * rl_maybe_bias()), so a fast read there backs out.  The gate's refusal
+ * is the failure of the fast step itself.
+ *
+ * No call on it, so that the function it is inlined into needs no frame:
+ * whatever would call something returns instead, and the caller jumps
+ * (a tail call) to the general path (seg_..._lock_in()):
+ *   SEG_HELD     held;
+ *   SEG_COUNT    held, and the tree must see it (statistics on, or a
+ *                revoker materialised the fast read: as enter(), a
+ *                tree_lock() round, seg_sync());
+ *   SEG_TRIED    the fast steps failed, @lock as found (its flags 0): the
+ *                general path goes on from there (enter_how() with @fast
+ *                false: word mode, the tree, the gate), so that a request
+ *                that meets a holder tries the CAS once, as in enter();
+ *   SEG_UNTRIED  nothing that counts was tried (a race detector runs, the
+ *                thread has no slot or no cached id yet, the checking
+ *                mode, misuse): the general path from the start.
+ */
+enum seg_fast { SEG_HELD, SEG_COUNT, SEG_TRIED, SEG_UNTRIED };
+
+static inline __attribute__((always_inline)) enum seg_fast
+seg_fast_acquire(struct range_lock_tree *t, struct range_lock *lock, bool reader)
+{
+#if RANGELOCK_CHECKS
+	(void)t;
+	(void)lock;
+	(void)reader;
+	return SEG_UNTRIED; /* every request through the checked tree */
+#else
+	uintptr_t expected = 0;
+	uint32_t tid;
+
+	if (rl_tools_on() || is_linked(lock)) /* (misuse: the general path names it) */
+		return SEG_UNTRIED;
+	if (reader && (tree_flags(t) & RL_TREE_BIASED)) {
+		switch (fast_read_acquire_how(t, lock, true)) {
+		case FAST_READ_HELD:
+			return SEG_HELD;
+		case FAST_READ_MATERIALISED:
+			return SEG_COUNT;
+		case FAST_READ_NO_SLOT:
+			return SEG_UNTRIED;
+		case FAST_READ_NO:
+			break;
+		}
+	}
+	tid = rl_cached_tid;
+	if (__builtin_expect(!tid, 0))
+		return SEG_UNTRIED; /* (rl_thread_id() would call) */
+	lock->owner_tid = tid;
+	lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
+	set_word_tree(lock, t);
+	/* tree_fast_acquire() without a race detector */
+	if (__builtin_expect(atomic_compare_exchange_strong_explicit(
+				     tree_lock_word(t), &expected, fast_value(lock, reader),
+				     memory_order_acq_rel, memory_order_relaxed), 1))
+		/* word_held(): statistics count in the tree */
+		return __atomic_load_n(&t->stats, __ATOMIC_RELAXED) ? SEG_COUNT : SEG_HELD;
+	lock->rb_parent_flags = 0;
+	return SEG_TRIED;
+#endif
+}
+
+/* SEG_COUNT: the tree sees the hold (enter()'s tree_lock() round). */
+__attribute__((noinline)) static void seg_sync(struct range_lock_tree *t)
+{
+	tree_lock(t);
+	tree_unlock(t);
+}
+
+/*
+ * The release of such a hold (the caller saw no race detector), again
+ * without a look at the gate: the CAS on the slot's value (@t | PUB) or on
+ * @t's word (the request's fast value) succeeds only if @lock holds its
+ * range there, fast -- which pins the segments (the gate's G1: a request
+ * present in a segment keeps the tree in its segments).  False: nothing
+ * changed, *@seen what the word's CAS found; the caller goes the general
+ * way from there (unlock_common_how() with @tried: word waiters to wake,
+ * a hold through the tree, misuse), after the gate's look (a hold in the
+ * tree itself while it runs as a plain tree: that tree's unlock, from the
+ * start).
+ */
+static inline __attribute__((always_inline)) bool
+seg_fast_release(struct range_lock_tree *t, struct range_lock *lock, bool reader,
+		 uintptr_t *seen)
+{
+	uint32_t owner = lock->owner_tid;
+
+	if (owner & RL_SLOT_TAG) {
+		if (!reader || !fast_read_release_how(t, owner, true))
+			return false;
+		lock->rb_parent_flags = 0;
+		lock->owner_tid = 0;
+		return true;
+	}
+	/* tree_fast_release() without a race detector */
+	*seen = fast_value(lock, reader);
+	if (!atomic_compare_exchange_strong_explicit(tree_lock_word(t), seen, 0,
+						     memory_order_release, memory_order_relaxed))
+		return false;
+	lock->rb_parent_flags = 0;
+	return true;
+}
+
+/*
+ * The plain lock calls on a tree with a second level (@f: its slot,
+ * tree_file(); segments, or a file): out of line, so that the public call
+ * tests its slot first and jumps here (a tail call) before it builds its
+ * frame for the plain tree's inlined path.  A range within one stripe of
+ * an unbound tree with segments tries the fast steps in its segment
+ * (seg_fast_acquire(): no frame either); the rest goes on out of line
+ * again, by tail calls: in that segment's tree, then the gate if it
+ * refuses (seg_..._lock_in()), or the general dispatch
+ * (lock_two_levels_f(): other ranges, bound trees, misuse).  The unlock
+ * calls likewise.
  */
 #define DEFINE_SEG_ONE_CALLS(mode, reader)                                       \
 	__attribute__((noinline)) static void                                     \
-	seg_##mode##_lock(struct range_lock_tree *tree, struct range_lock_tree *t, \
-			  struct range_lock *lock, void *site)                    \
+	seg_##mode##_lock_in(struct range_lock_tree *tree, struct range_lock_tree *t, \
+			     struct range_lock *lock, void *site, bool fast)      \
 	{                                                                        \
 		struct waiter w;                                                \
 		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
-		seg_defer_writer(tree, reader, &w);                             \
-		if (lock_common("range_" #mode "_lock", t, lock, reader, &w, 0,  \
-				site) == RL_GATE_REFUSED) /* seg_gate.c */      \
+		seg_defer_writer(tree, reader, &w); /* defer.c */              \
+		if (lock_common_how("range_" #mode "_lock", t, lock, reader, &w, \
+				    0, site, fast) == RL_GATE_REFUSED)           \
 			rl_seg_lock("range_" #mode "_lock", tree, lock, reader, \
-				    &w, 0, site);                                \
+				    &w, 0, site); /* seg_gate.c */               \
+	}                                                                        \
+	__attribute__((noinline)) static void                                     \
+	level2_##mode##_lock_slow(struct range_lock_tree *tree,                  \
+				  struct range_lock_file *f,                     \
+				  struct range_lock *lock, void *site)           \
+	{                                                                        \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
+		lock_two_levels_f("range_" #mode "_lock", tree, f, lock, reader, \
+				  &w, 0, site);                                  \
+	}                                                                        \
+	__attribute__((noinline)) static void                                     \
+	seg_##mode##_lock_span(struct range_lock_tree *tree,                     \
+			       struct range_lock_file *f,                        \
+			       struct range_lock *lock, void *site)              \
+	{ /* lock_two_levels_f() for a range over several stripes */             \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
+		if (lock && rl_gate_wide_range(f, lock)) {                       \
+			/* the tree itself, run as a plain tree (enter()   \
+			 * defers a writer of a readers-first tree) */     \
+			if (lock_common("range_" #mode "_lock", tree, lock, reader, \
+					&w, 0, site) != RL_GATE_REFUSED)        \
+				return;                                          \
+		} else {                                                         \
+			seg_defer_writer(tree, reader, &w); /* defer.c */      \
+		}                                                                \
+		rl_seg_lock("range_" #mode "_lock", tree, lock, reader, &w, 0,  \
+			    site);                                               \
+	}                                                                        \
+	__attribute__((noinline)) static void                                     \
+	level2_##mode##_lock(struct range_lock_tree *tree, struct range_lock_file *f, \
+			     struct range_lock *lock, void *site)                 \
+	{                                                                        \
+		struct range_lock_tree *t;                                      \
+		if (__builtin_expect(!is_unbound_segments(f), 0)) {              \
+			level2_##mode##_lock_slow(tree, f, lock, site);         \
+			return; /* a bound tree */                               \
+		}                                                                \
+		if ((t = rl_seg_one(f, lock)) == NULL) {                         \
+			seg_##mode##_lock_span(tree, f, lock, site);             \
+			return;                                                  \
+		}                                                                \
+		if (!reader && __builtin_expect(tree_defers_writers(tree), 0)) { \
+			/* readers first: defer before any fast step */        \
+			seg_##mode##_lock_in(tree, t, lock, site, true);         \
+			return;                                                  \
+		}                                                                \
+		switch (seg_fast_acquire(t, lock, reader)) {                     \
+		case SEG_HELD:                                                   \
+			return;                                                  \
+		case SEG_COUNT:                                                  \
+			seg_sync(t);                                             \
+			return;                                                  \
+		case SEG_TRIED:                                                  \
+			seg_##mode##_lock_in(tree, t, lock, site, false);        \
+			return;                                                  \
+		case SEG_UNTRIED:                                                \
+			seg_##mode##_lock_in(tree, t, lock, site, true);         \
+			return;                                                  \
+		}                                                                \
+	}                                                                        \
+	__attribute__((noinline)) static void                                     \
+	seg_##mode##_unlock_in(struct range_lock_tree *tree, struct range_lock_tree *t, \
+			       struct range_lock *lock, uintptr_t seen)           \
+	{                                                                        \
+		if (!rl_gate_segments(tree)) /* held in the tree itself */       \
+			unlock_common("range_" #mode "_unlock", tree, lock, reader); \
+		else                                                             \
+			unlock_common_how("range_" #mode "_unlock", t, lock,     \
+					  reader, true, seen);                   \
+	}                                                                        \
+	__attribute__((noinline)) static void                                     \
+	seg_##mode##_unlock_span(struct range_lock_tree *tree, struct range_lock *lock) \
+	{ /* file_release() for a range over several stripes */                  \
+		if (!rl_gate_segments(tree)) /* held in the tree itself */       \
+			unlock_common("range_" #mode "_unlock", tree, lock, reader); \
+		else                                                             \
+			rl_seg_unlock("range_" #mode "_unlock", tree, lock, reader); \
+	}                                                                        \
+	__attribute__((noinline)) static void                                     \
+	level2_##mode##_unlock(struct range_lock_tree *tree, struct range_lock *lock) \
+	{                                                                        \
+		if (!file_release("range_" #mode "_unlock", tree, lock, reader)) \
+			unlock_common("range_" #mode "_unlock", tree, lock, reader); \
+	}                                                                        \
+	__attribute__((noinline)) static void                                     \
+	level2_##mode##_unlock_fast(struct range_lock_tree *tree,                \
+				    struct range_lock_file *f,                   \
+				    struct range_lock *lock)                     \
+	{                                                                        \
+		struct range_lock_tree *t;                                      \
+		uintptr_t seen = 0;                                              \
+		if (__builtin_expect(!is_unbound_segments(f), 0) || rl_tools_on()) { \
+			level2_##mode##_unlock(tree, lock);                      \
+			return;                                                  \
+		}                                                                \
+		if ((t = rl_seg_one(f, lock)) == NULL) {                         \
+			seg_##mode##_unlock_span(tree, lock);                    \
+			return;                                                  \
+		}                                                                \
+		if (__builtin_expect(seg_fast_release(t, lock, reader, &seen), 1)) \
+			return;                                                  \
+		seg_##mode##_unlock_in(tree, t, lock, seen);                     \
 	}
 
 DEFINE_SEG_ONE_CALLS(read, true)
 DEFINE_SEG_ONE_CALLS(write, false)
 
+/*
+ * The public lock and unlock calls test the tree's second-level slot and
+ * jump (tail calls) either to the plain tree's path or to the second
+ * level's (above), both out of line: the call itself builds no frame,
+ * which GCC would otherwise build for the plain tree's inlined path before
+ * the test (no shrink-wrapping there).  A jump more for a plain tree, some
+ * 30 instructions less for a range within one stripe of a tree with
+ * segments (docs/benchmarks.md, "Instructions per operation").
+ */
+#if RANGELOCK_CHECKS
+#define PLAIN_SITE_PARAM , void *site
+#define PLAIN_SITE site
+#define PLAIN_SITE_ARG , CALLER
+#else /* (a constant argument would still be passed) */
+#define PLAIN_SITE_PARAM
+#define PLAIN_SITE NULL
+#define PLAIN_SITE_ARG
+#endif
 #define DEFINE_LOCK_CALLS(mode, reader)                                          \
+	__attribute__((noinline, nonnull(1))) static void                          \
+	plain_##mode##_lock(struct range_lock_tree *tree, struct range_lock *lock \
+			    PLAIN_SITE_PARAM)                                    \
+	{                                                                        \
+		struct waiter w;                                                \
+		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
+		lock_two_levels_f("range_" #mode "_lock", tree, NULL, lock, reader, \
+				  &w, 0, PLAIN_SITE);                            \
+	}                                                                        \
 	void range_##mode##_lock(struct range_lock_tree *tree,                   \
 				 struct range_lock *lock)                        \
 	{                                                                        \
-		struct range_lock_file *f = tree_file(tree);                     \
-		struct range_lock_tree *t = seg_one_first(f, lock);             \
-		struct waiter w;                                                \
-		if (t) {                                                         \
-			seg_##mode##_lock(tree, t, lock, CHECKS_SITE(CALLER));   \
+		struct range_lock_file *f;                                      \
+		if (__builtin_expect(!tree, 0))                                  \
+			rl_die("range_" #mode "_lock", NULL, "NULL tree or request"); \
+		f = file_of(tree);                                               \
+		if (__builtin_expect(f != NULL, 0)) {                            \
+			level2_##mode##_lock(tree, f, lock, CHECKS_SITE(CALLER)); \
 			return;                                                  \
 		}                                                                \
-		waiter_init(&w, WAIT_PLAIN, 0, NULL);                           \
-		lock_two_levels_f("range_" #mode "_lock", tree, f, lock, reader, \
-				  &w, 0, CALLER);                                \
+		plain_##mode##_lock(tree, lock PLAIN_SITE_ARG);                 \
 	}                                                                        \
 	void range_##mode##_lock_nested(struct range_lock_tree *tree,            \
 					struct range_lock *lock, int subclass)   \
@@ -508,16 +768,44 @@ void rl_unlock_local(const char *call, struct range_lock_tree *tree,
 		unlock_common(call, tree, lock, reader);
 }
 
+__attribute__((noinline, nonnull)) static void plain_read_unlock(struct range_lock_tree *tree,
+								   struct range_lock *lock)
+{
+	unlock_common("range_read_unlock", tree, lock, true);
+}
+
 void range_read_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	if (!file_release("range_read_unlock", tree, lock, true))
-		unlock_common("range_read_unlock", tree, lock, true);
+	struct range_lock_file *f;
+
+	if (__builtin_expect(!tree || !lock, 0))
+		rl_die("range_read_unlock", NULL, "NULL tree or request");
+	f = file_of(tree);
+	if (__builtin_expect(f != NULL, 0)) {
+		level2_read_unlock_fast(tree, f, lock);
+		return;
+	}
+	plain_read_unlock(tree, lock);
+}
+
+__attribute__((noinline, nonnull)) static void plain_write_unlock(struct range_lock_tree *tree,
+								   struct range_lock *lock)
+{
+	unlock_common("range_write_unlock", tree, lock, false);
 }
 
 void range_write_unlock(struct range_lock_tree *tree, struct range_lock *lock)
 {
-	if (!file_release("range_write_unlock", tree, lock, false))
-		unlock_common("range_write_unlock", tree, lock, false);
+	struct range_lock_file *f;
+
+	if (__builtin_expect(!tree || !lock, 0))
+		rl_die("range_write_unlock", NULL, "NULL tree or request");
+	f = file_of(tree);
+	if (__builtin_expect(f != NULL, 0)) {
+		level2_write_unlock_fast(tree, f, lock);
+		return;
+	}
+	plain_write_unlock(tree, lock);
 }
 
 /* The segment layer's downgrade, or the plain tree's (protocol.c). */

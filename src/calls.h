@@ -97,13 +97,13 @@ enum { ENTER_TREE, ENTER_HELD, ENTER_BUSY, ENTER_REFUSED };
  * segments.c first, see is_segments() in segments.h.)
  */
 static inline __attribute__((always_inline)) int
-enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
-      bool reader, struct waiter *w)
+enter_how(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+	  bool reader, struct waiter *w, bool fast)
 {
 	check_args(call, tree, lock);
 	if (is_linked(lock))
 		rl_die(call, lock, ALREADY_IN_TREE);
-	if (reader && (tree_flags(tree) & RL_TREE_BIASED)) {
+	if (fast && reader && (tree_flags(tree) & RL_TREE_BIASED)) {
 		/* The reader fast path (fast_read.h): no tree, no tree_lock. */
 		enum fast_read r = fast_read_acquire(tree, lock);
 
@@ -130,7 +130,7 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 		 */
 		lock->rb_parent_flags = (reader ? RL_READER : 0) | RL_LINKED;
 		set_word_tree(lock, tree);
-		if (tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader))) {
+		if (fast && tree_fast_acquire(tree_lock_word(tree), fast_value(lock, reader))) {
 			word_held(tree);
 			return ENTER_HELD;
 		}
@@ -188,6 +188,15 @@ enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
 		       "2^30 - 1024 at once: a waiter counts its blockers in 30 bits)");
 	}
 	return ENTER_TREE;
+}
+
+/* @fast false: the caller has just tried the fast paths (the fast read
+ * and the word's CAS) and failed; enter() goes on from there. */
+static inline __attribute__((always_inline)) int
+enter(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+      bool reader, struct waiter *w)
+{
+	return enter_how(call, tree, lock, reader, w, true);
 }
 
 /*
@@ -296,8 +305,14 @@ static inline bool word_release(struct range_lock_tree *tree, struct range_lock 
 	return rl_word_release_waited(tree, lock, reader, seen);
 }
 
-static inline __attribute__((always_inline)) void unlock_common(const char *call, struct range_lock_tree *tree,
-			  struct range_lock *lock, bool reader)
+/*
+ * The unlock of @lock in @tree.  @tried: the caller has just tried the
+ * fast releases (the slot's CAS for a reader that took one, else the
+ * word's CAS, which found @seen) and failed; go on from there.
+ */
+static inline __attribute__((always_inline)) void
+unlock_common_how(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+		  bool reader, bool tried, uintptr_t seen)
 {
 	struct wake_list wl; /* only wl.n is set: zeroing the array costs stores */
 	struct range_lock_stats *st;
@@ -310,12 +325,13 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 		 * materialised into the tree by a revoker. */
 		if (!reader)
 			rl_die(call, lock, "range is held for reading, not writing");
-		if (fast_read_release(tree, owner)) {
+		if (!tried && fast_read_release(tree, owner)) {
 			lock->rb_parent_flags = 0;
 			lock->owner_tid = 0;
 			return;
 		}
-	} else if (word_release(tree, lock, reader)) {
+	} else if (tried ? rl_word_release_waited(tree, lock, reader, seen)
+			 : word_release(tree, lock, reader)) {
 		/* Ours alone again (nobody displaced it): not in a tree. */
 		lock->rb_parent_flags = 0;
 		return;
@@ -336,28 +352,19 @@ static inline __attribute__((always_inline)) void unlock_common(const char *call
 	wake_list_flush(&wl);
 }
 
+static inline __attribute__((always_inline)) void
+unlock_common(const char *call, struct range_lock_tree *tree, struct range_lock *lock,
+	      bool reader)
+{
+	unlock_common_how(call, tree, lock, reader, false, 0);
+}
+
 /* The tree's second-level slot (tree->file: NULL, a bound tree's file, or
  * a tree's tagged segments), NULL for a NULL tree: loaded once per call. */
 static inline __attribute__((always_inline)) struct range_lock_file *
 tree_file(struct range_lock_tree *tree)
 {
 	return tree ? file_of(tree) : NULL;
-}
-
-/*
- * The plain lock calls' first test (calls.c): on a tree with segments
- * (@f: the tree's second-level slot, tree_file()), a range within one
- * stripe goes to that segment's tree (rl_seg_one()); tested before the
- * call builds its waiter, so that it can jump there.  NULL for every other
- * tree and range (which lock_two_levels_f() then sorts out, misuse
- * included).
- */
-static inline __attribute__((always_inline)) struct range_lock_tree *
-seg_one_first(struct range_lock_file *f, const struct range_lock *lock)
-{
-	if (__builtin_expect(f != NULL, 0) && is_unbound_segments(f))
-		return rl_seg_one(f, lock);
-	return NULL; /* (bound segments: the general path takes the file) */
 }
 
 /* Before the local unlock: the file state lives while the request is in

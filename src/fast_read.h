@@ -142,7 +142,8 @@ static inline struct rl_slot *slot_of(uint32_t owner_tid)
 	return &rl_slots[owner_tid & ~RL_SLOT_TAG];
 }
 
-enum fast_read { FAST_READ_NO, FAST_READ_HELD, FAST_READ_MATERIALISED };
+enum fast_read { FAST_READ_NO, FAST_READ_HELD, FAST_READ_MATERIALISED,
+		 FAST_READ_NO_SLOT /* (@lean only: this thread has no slot yet) */ };
 
 /*
  * The reader's side of the handshake; the caller has seen BIASED set (a
@@ -152,15 +153,25 @@ enum fast_read { FAST_READ_NO, FAST_READ_HELD, FAST_READ_MATERIALISED };
  * there once the revoker drops tree_lock (the caller waits for that).
  * FAST_READ_NO: nothing published; go the usual way.
  */
-static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
-					       struct range_lock *lock)
+/*
+ * @lean (a constant): the caller has seen no race detector there
+ * (rl_tools_on() false), so the annotations go, and it claims no slot:
+ * FAST_READ_NO_SLOT instead, nothing done (calls.c's segment fast path,
+ * which then goes the general way).  No call is left on its path.
+ */
+static inline __attribute__((always_inline)) enum fast_read
+fast_read_acquire_how(struct range_lock_tree *tree, struct range_lock *lock, bool lean)
 {
 	struct rl_slot *s = rl_my_slot;
 	uintptr_t pub = (uintptr_t)tree | SLOT_PUB, idle = SLOT_IDLE;
 	bool published;
 
-	if (__builtin_expect(!s, 0) && !(s = rl_claim_slot()))
-		return FAST_READ_NO;
+	if (__builtin_expect(!s, 0)) {
+		if (lean)
+			return FAST_READ_NO_SLOT;
+		if (!(s = rl_claim_slot()))
+			return FAST_READ_NO;
+	}
 	/*
 	 * From here to the publishing CAS the slot is this thread's but holds
 	 * nothing yet.  A signal handler that interrupted that stretch and
@@ -195,7 +206,8 @@ static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
 	 * nested call (above).  A CAS rather than an exchange costs the same
 	 * and, were the slot ever not IDLE here, would publish nothing. */
 	RL_TEST_PUBLISH_HOOK();
-	rl_hb_release(&s->state); /* annotate.h, edge 9 */
+	if (!lean)
+		rl_hb_release(&s->state); /* annotate.h, edge 9 */
 	published = atomic_compare_exchange_strong_explicit(&s->state, &idle, pub,
 							    memory_order_seq_cst,
 							    memory_order_relaxed);
@@ -205,7 +217,8 @@ static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
 		return FAST_READ_NO;
 	if (__builtin_expect(__atomic_load_n(&tree->flags, __ATOMIC_SEQ_CST) &
 			     RL_TREE_BIASED, 1)) {
-		rl_hb_acquire(&tree->flags); /* edge 10: whoever set BIASED */
+		if (!lean)
+			rl_hb_acquire(&tree->flags); /* edge 10: whoever set BIASED */
 		return FAST_READ_HELD;
 	}
 	/* A revoker cleared BIASED: back out, unless it took us already. */
@@ -216,20 +229,29 @@ static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
 	return FAST_READ_MATERIALISED;
 }
 
+static inline enum fast_read fast_read_acquire(struct range_lock_tree *tree,
+					       struct range_lock *lock)
+{
+	return fast_read_acquire_how(tree, lock, false);
+}
+
 /*
  * Unlock of a request that took a slot (owner_tid has RL_SLOT_TAG): true
  * when it was still published and is released now; false when a revoker
  * materialised it (the caller unlocks through the tree and calls
  * rl_slot_unmaterialise()).
  */
-static inline bool fast_read_release(struct range_lock_tree *tree, uint32_t owner_tid)
+/* @lean: as fast_read_acquire_how()'s (no annotations). */
+static inline __attribute__((always_inline)) bool
+fast_read_release_how(struct range_lock_tree *tree, uint32_t owner_tid, bool lean)
 {
 	struct rl_slot *s = slot_of(owner_tid);
 	uintptr_t pub = (uintptr_t)tree | SLOT_PUB, v = pub;
 
 	/* Release: our critical section happens before the next revoker's
 	 * scan, which reads this value or a later one (edge 11). */
-	if (rl_tools_on() && atomic_load_explicit(&s->state, memory_order_relaxed) == pub)
+	if (!lean && rl_tools_on() &&
+	    atomic_load_explicit(&s->state, memory_order_relaxed) == pub)
 		rl_hb_release(&tree->nr_writers);
 	if (atomic_compare_exchange_strong_explicit(&s->state, &v, SLOT_IDLE,
 						    memory_order_release,
@@ -237,13 +259,19 @@ static inline bool fast_read_release(struct range_lock_tree *tree, uint32_t owne
 		return true;
 	/* Our thread has exited meanwhile: the slot is nobody's now. */
 	if (v == (pub | SLOT_ORPHAN)) {
-		rl_hb_release(&tree->nr_writers);
+		if (!lean)
+			rl_hb_release(&tree->nr_writers);
 		if (atomic_compare_exchange_strong_explicit(&s->state, &v, SLOT_FREE,
 							    memory_order_release,
 							    memory_order_relaxed))
 			return true;
 	}
 	return false;
+}
+
+static inline bool fast_read_release(struct range_lock_tree *tree, uint32_t owner_tid)
+{
+	return fast_read_release_how(tree, owner_tid, false);
 }
 
 #endif /* RANGELOCK_FAST_READ_H */

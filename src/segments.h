@@ -41,9 +41,9 @@
  * spanning request's parts never touch the file), they only never read
  * fast (RL_TREE_NO_BIAS), as a bound tree does not.  Two tags, so that
  * the hot paths of a tree with segments test one bit, as before: the
- * plain calls' quick dispatch (seg_one_first(), calls.h) and the unlock
- * (file_release()) take RL_SEGMENTS_TAG only; a bound tree with segments
- * takes the calls' general path, then the file.
+ * plain calls' one-stripe fast paths (level2_*_lock(), calls.c), the
+ * unlocks and file_release() take RL_SEGMENTS_TAG only; a bound tree
+ * with segments takes the calls' general path, then the file.
  */
 #define RL_SEGMENTS_BOUND ((uintptr_t)2)
 #define RL_SEGMENTS_TAGS (RL_SEGMENTS_TAG | RL_SEGMENTS_BOUND)
@@ -180,10 +180,9 @@ static inline struct range_lock_tree *rl_seg_tree(struct rl_segments *s, unsigne
  * stripe, the tree of its segment, where the call goes on as on any tree;
  * NULL for anything else (a range over several stripes, or no request),
  * which rl_seg_lock() & co. sort out.  @f: the tree's tagged file slot.
- * Equivalent to their one-part case, without their frame: a pair of calls
- * within one segment costs 285 -> 202 instructions (Callgrind,
- * rangelock-many-loop one-w 20000 seg), and 165 with the plain lock calls
- * testing this before they build their waiter (calls.c).
+ * Equivalent to their one-part case, without their frame: the plain lock
+ * and unlock calls try the segment's fast paths straight from here
+ * (calls.c, seg_fast_acquire()).
  */
 static inline struct range_lock_tree *rl_seg_one(const struct range_lock_file *f,
 						 const struct range_lock *lock)

@@ -635,7 +635,7 @@ RANGELOCK_API int range_lock_tree_set_file(struct range_lock_tree *tree, int fd)
  *  - make 2^k several times a request, and requests aligned: a request
  *    within one stripe touches one segment; one that crosses a stripe
  *    border spans two (its parts, and each segment's internal lock:
- *    about 1,000 instructions more per lock and unlock),
+ *    about 1,200 instructions more per lock and unlock),
  *    and one that meets n stripes spans min(n, S) segments (16 or
  *    more: a wide request, below);
  *  - segments beyond R / 2^k are never used: 128 bytes each, but every

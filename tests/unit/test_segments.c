@@ -2957,6 +2957,31 @@ static void unlock_wrong_mode(void)
 	range_write_unlock(&misuse_tree, &misuse_req);
 }
 
+#ifndef TEST_CHECKED /* (the checking mode never reads fast) */
+/*
+ * The same through a fast-read slot of the segment: the unlock's fast
+ * path in the segment (calls.c) must not release a slot's read hold for a
+ * write unlock.  Another reader holds the segment's word, so the reads
+ * below go through its tree until it is biased and they read fast.
+ */
+static void unlock_wrong_mode_fast_read(void)
+{
+	static struct range_lock word_holder;
+
+	seg_tree(&misuse_tree, 4, 2, false);
+	range_lock_init(&word_holder, 0, 0);
+	range_read_lock(&misuse_tree, &word_holder);
+	for (int i = 0; i < 100000; i++) {
+		range_lock_init(&misuse_req, 1, 3); /* the same stripe */
+		range_read_lock(&misuse_tree, &misuse_req);
+		if (misuse_req.owner_tid & 0x80000000u) /* RL_SLOT_TAG: a slot */
+			range_write_unlock(&misuse_tree, &misuse_req);
+		range_read_unlock(&misuse_tree, &misuse_req);
+	}
+	_exit(7); /* never read fast: the set-up failed */
+}
+#endif
+
 static void lock_twice(void)
 {
 	seg_tree(&misuse_tree, 4, 2, false);
@@ -3601,6 +3626,9 @@ static void test_misuse_aborts(void **state)
 {
 	(void)state;
 	expect_abort(unlock_wrong_mode, "held for reading, not writing");
+#ifndef TEST_CHECKED
+	expect_abort(unlock_wrong_mode_fast_read, "held for reading, not writing");
+#endif
 	expect_abort(lock_twice, "already in a tree");
 	expect_abort(unlock_not_held, "not locked");
 	expect_abort(many_twice, "appears twice in the set");
