@@ -117,8 +117,8 @@ static inline void span_check_held(const char *call, const struct span *sp,
 		rl_die(call, lock, "request is still waiting, not held");
 }
 
-/* An acquisition (@d 1) of a request of @n parts, or one taken back (@d
- * -1), in the segment statistics of @st, a block of struct rl_seg_stats
+/* An acquisition (@d 1: counters only grow) of a request of @n parts, in
+ * the segment statistics of @st, a block of struct rl_seg_stats
  * (every segment's, and the tree's own while it runs as a plain tree):
  * spanning only (a request within one segment counts in st alone).
  * Under the lock of @st's tree, with the acquisition itself. */

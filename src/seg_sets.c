@@ -38,9 +38,8 @@
  * once per set, in the first member's first segment: the contention, the
  * busy trylock, the wait time and the give-up (rl_span_count() leaves those
  * to the set for in_set spans).  A member granted while the set waits
- * and given up with it is never counted as acquired, and one held at
- * entry is taken back (rl_span_count()): acquisitions count the holds
- * returned to callers, as on a plain tree (waiting.c, stat_given_back()).
+ * and given up with it is never counted as acquired (a plain set's is:
+ * the header documents the difference); one held at entry stays counted.
  */
 /* Sets of up to this many members keep their spans' array on the stack. */
 #define SET_LOCAL 8

@@ -78,14 +78,9 @@ void rl_span_count(struct span *sp, struct range_lock_tree *t0, int to, int why)
 				stat_give_up(st, why);
 		}
 	} else if (st && sp->counted == SPAN_HELD && to == SPAN_OUT) {
+		/* (a set member held at entry and given back with its set
+		 * stays counted as acquired: counters only grow) */
 		STAT_ADD(st, held_now, -1);
-		if (why) { /* a set member held at entry, given back with its set */
-			if (sp->reader)
-				STAT_ADD(st, read_acquired, -1);
-			else
-				STAT_ADD(st, write_acquired, -1);
-			stat_spanning(st, sp->n, -1);
-		}
 	}
 	sp->counted = to;
 }

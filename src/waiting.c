@@ -108,17 +108,13 @@ static void claim_eligible(struct range_lock_tree *tree, struct range_lock *lock
 /*
  * A request granted and then given back by a give-up (a set member granted
  * while another member waited, a request granted as its killable wait was
- * cancelled): it never reached its caller, so it leaves held_now and its
- * acquisition is taken back (struct range_lock_stats: acquisitions count
- * the holds returned to callers).
+ * cancelled): it leaves held_now; its acquisition stays counted (struct
+ * range_lock_stats: every counter but the *_now ones only grows).
  */
 static void stat_given_back(struct range_lock_stats *st, const struct range_lock *lock)
 {
+	(void)lock;
 	STAT_ADD(st, held_now, -1);
-	if (is_reader(lock))
-		STAT_ADD(st, read_acquired, -1);
-	else
-		STAT_ADD(st, write_acquired, -1);
 }
 
 static void stat_give_up(struct range_lock_stats *st, enum give_up why)

@@ -1457,17 +1457,16 @@ RANGELOCK_API int range_write_lock_killable_nested(struct range_lock_tree *tree,
  * wait (granted or not); wait times are in nanoseconds of CLOCK_MONOTONIC and
  * are measured only for those.
  *
- * Acquisitions count the holds returned to callers, on every tree, with
- * segments or without: one per request of a call that succeeded (a lock,
- * a trylock, each member of a set, an asynchronous request whose
+ * Every counter but the *_now ones only grows (until a reset).
+ * Acquisitions count grants: one per request of a call that succeeded (a
+ * lock, a trylock, each member of a set, an asynchronous request whose
  * completion ran), and one per grow.  A request granted and then given
- * back by a give-up never reached its caller and is not counted: a member
- * of a set granted (at entry, or while other members waited) when the set
- * gave up (signal, deadline, cancellation), or a request granted as its
- * killable wait was cancelled.  Such a member counts in @held_now and in
- * the acquisitions from its grant, like any hold, and the give-up takes
- * it off both; so between two readings taken while sets give up, an
- * acquisition counter can fall by the members those sets gave back.
+ * back by a give-up (a member of a set granted when the set gave up, a
+ * request granted as its killable wait was cancelled) leaves @held_now
+ * and stays counted as acquired, with one difference between the trees:
+ * a set member granted while other members of its set waited counts on
+ * a tree without segments, and not on a tree with segments (a member
+ * held at entry counts on both).
  *
  * Since: 0.1
  */
