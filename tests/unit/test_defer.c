@@ -165,9 +165,8 @@ static int setup(void **state)
  * writer W whose range conflicts with nothing.  W defers until R is
  * granted (the 30 s bound cannot end it), and wakes at R's count-off.
  */
-static void test_writer_defers_until_reader_granted(void **state)
+static void test_writer_defers_until_reader_granted(const struct scenario *sc)
 {
-	const struct scenario *sc = *state;
 	struct range_lock_tree t;
 	struct range_lock h;
 	static struct op r, w;
@@ -225,9 +224,8 @@ static void test_writer_defers_until_reader_granted(void **state)
  * write lock call on the tree waits the bound (about 2 ms) and goes on;
  * without it, the two would wait for each other for ever.
  */
-static void test_bound_ends_deferral(void **state)
+static void test_bound_ends_deferral(const struct scenario *sc)
 {
-	const struct scenario *sc = *state;
 	struct range_lock_tree t;
 	struct range_lock h, w;
 	static struct op r;
@@ -255,9 +253,8 @@ static void test_bound_ends_deferral(void **state)
 }
 
 /* A timed call's deadline ends its deferral: it then takes its free range. */
-static void test_deadline_ends_deferral(void **state)
+static void test_deadline_ends_deferral(const struct scenario *sc)
 {
-	const struct scenario *sc = *state;
 	struct range_lock_tree t;
 	struct range_lock h, w;
 	static struct op r;
@@ -287,9 +284,8 @@ static void test_deadline_ends_deferral(void **state)
 
 /* A signal handler that runs during an interruptible call's deferral ends
  * it; the call goes on and takes its free range (0, not -EINTR). */
-static void test_signal_ends_deferral(void **state)
+static void test_signal_ends_deferral(const struct scenario *sc)
 {
-	const struct scenario *sc = *state;
 	struct range_lock_tree t;
 	struct range_lock h;
 	static struct op r, w;
@@ -331,9 +327,8 @@ static void done_fn(struct range_lock_async *req, int status)
 	(void)status;
 }
 
-static void test_others_never_defer(void **state)
+static void test_others_never_defer(const struct scenario *sc)
 {
-	const struct scenario *sc = *state;
 	struct range_lock_tree t;
 	struct range_lock h, rd, tw, g, w;
 	struct range_lock_async as;
@@ -379,9 +374,8 @@ static void test_others_never_defer(void **state)
  * a killable wait, a signal in an interruptible one.  A writer then does
  * not defer.
  */
-static void test_give_ups_count_off(void **state)
+static void test_give_ups_count_off(const struct scenario *sc)
 {
-	const struct scenario *sc = *state;
 	struct range_lock_tree t;
 	struct range_lock h, w;
 	static struct op r;
@@ -426,33 +420,62 @@ static void test_give_ups_count_off(void **state)
 	assert_int_equal(range_lock_tree_destroy(&t), 0);
 }
 
-static struct scenario plain_one = { PLAIN, W_ONE }, fifo_one = { FIFO, W_ONE },
-		       plain_set = { PLAIN, W_SET }, seg_one = { SEG, W_ONE },
-		       seg_span = { SEG, W_SPAN }, seg_set = { SEG, W_SET },
-		       seg_fifo_one = { SEG_FIFO, W_ONE }, seg_rspan = { SEG, R_SPAN };
+static const struct scenario plain_one = { PLAIN, W_ONE }, fifo_one = { FIFO, W_ONE },
+			     plain_set = { PLAIN, W_SET }, seg_one = { SEG, W_ONE },
+			     seg_span = { SEG, W_SPAN }, seg_set = { SEG, W_SET },
+			     seg_fifo_one = { SEG_FIFO, W_ONE }, seg_rspan = { SEG, R_SPAN };
+
+/* One cmocka test per function and scenario (no prestate: the musl
+ * stage's cmocka_lite has none). */
+#define CASE(fn, sc)                            \
+	static void fn##__##sc(void **state)    \
+	{                                       \
+		(void)state;                    \
+		fn(&sc);                        \
+	}
+CASE(test_writer_defers_until_reader_granted, plain_one)
+CASE(test_writer_defers_until_reader_granted, fifo_one)
+CASE(test_writer_defers_until_reader_granted, plain_set)
+CASE(test_writer_defers_until_reader_granted, seg_one)
+CASE(test_writer_defers_until_reader_granted, seg_span)
+CASE(test_writer_defers_until_reader_granted, seg_set)
+CASE(test_writer_defers_until_reader_granted, seg_fifo_one)
+CASE(test_writer_defers_until_reader_granted, seg_rspan)
+CASE(test_bound_ends_deferral, plain_one)
+CASE(test_bound_ends_deferral, seg_one)
+CASE(test_deadline_ends_deferral, plain_one)
+CASE(test_deadline_ends_deferral, seg_one)
+CASE(test_signal_ends_deferral, plain_one)
+CASE(test_signal_ends_deferral, seg_one)
+CASE(test_others_never_defer, plain_one)
+CASE(test_others_never_defer, seg_one)
+CASE(test_give_ups_count_off, plain_one)
+CASE(test_give_ups_count_off, seg_one)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_prestate(test_writer_defers_until_reader_granted, &plain_one),
-		cmocka_unit_test_prestate(test_writer_defers_until_reader_granted, &fifo_one),
-		cmocka_unit_test_prestate(test_writer_defers_until_reader_granted, &plain_set),
-		cmocka_unit_test_prestate(test_writer_defers_until_reader_granted, &seg_one),
-		cmocka_unit_test_prestate(test_writer_defers_until_reader_granted, &seg_span),
-		cmocka_unit_test_prestate(test_writer_defers_until_reader_granted, &seg_set),
-		cmocka_unit_test_prestate(test_writer_defers_until_reader_granted, &seg_fifo_one),
-		cmocka_unit_test_prestate(test_writer_defers_until_reader_granted, &seg_rspan),
-		cmocka_unit_test_prestate(test_bound_ends_deferral, &plain_one),
-		cmocka_unit_test_prestate(test_bound_ends_deferral, &seg_one),
-		cmocka_unit_test_prestate(test_deadline_ends_deferral, &plain_one),
-		cmocka_unit_test_prestate(test_deadline_ends_deferral, &seg_one),
-		cmocka_unit_test_prestate(test_signal_ends_deferral, &plain_one),
-		cmocka_unit_test_prestate(test_signal_ends_deferral, &seg_one),
-		cmocka_unit_test_prestate(test_others_never_defer, &plain_one),
-		cmocka_unit_test_prestate(test_others_never_defer, &seg_one),
-		cmocka_unit_test_prestate(test_give_ups_count_off, &plain_one),
-		cmocka_unit_test_prestate(test_give_ups_count_off, &seg_one),
+		cmocka_unit_test(test_writer_defers_until_reader_granted__plain_one),
+		cmocka_unit_test(test_writer_defers_until_reader_granted__fifo_one),
+		cmocka_unit_test(test_writer_defers_until_reader_granted__plain_set),
+		cmocka_unit_test(test_writer_defers_until_reader_granted__seg_one),
+		cmocka_unit_test(test_writer_defers_until_reader_granted__seg_span),
+		cmocka_unit_test(test_writer_defers_until_reader_granted__seg_set),
+		cmocka_unit_test(test_writer_defers_until_reader_granted__seg_fifo_one),
+		cmocka_unit_test(test_writer_defers_until_reader_granted__seg_rspan),
+		cmocka_unit_test(test_bound_ends_deferral__plain_one),
+		cmocka_unit_test(test_bound_ends_deferral__seg_one),
+		cmocka_unit_test(test_deadline_ends_deferral__plain_one),
+		cmocka_unit_test(test_deadline_ends_deferral__seg_one),
+		cmocka_unit_test(test_signal_ends_deferral__plain_one),
+		cmocka_unit_test(test_signal_ends_deferral__seg_one),
+		cmocka_unit_test(test_others_never_defer__plain_one),
+		cmocka_unit_test(test_others_never_defer__seg_one),
+		cmocka_unit_test(test_give_ups_count_off__plain_one),
+		cmocka_unit_test(test_give_ups_count_off__seg_one),
 	};
 
-	return cmocka_run_group_tests(tests, setup, NULL);
+	/* (the group setup is not run by cmocka_lite: called here) */
+	setup(NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
