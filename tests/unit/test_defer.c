@@ -220,6 +220,31 @@ static void test_writer_defers_until_reader_granted(const struct scenario *sc)
 }
 
 /*
+ * The scene of the tests below: a tree of @sc's kind, @h write-holding
+ * [0, 9], and reader @r asleep for it (counted in the deferral word).
+ */
+static void sleeping_reader(struct range_lock_tree *t, const struct scenario *sc,
+			    struct range_lock *h, struct op *r)
+{
+	make_tree(t, sc->tree);
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(range_lock_init(h, 0, 9), 0);
+	range_write_lock(t, h);
+	start_op(r, t, 0, 9, true, C_PLAIN);
+	assert_true(wait_counted(t, 1));
+}
+
+/* ... and its end: @h released, @r granted and released, the tree empty. */
+static void end_sleeping_reader(struct range_lock_tree *t, struct range_lock *h,
+				struct op *r)
+{
+	range_write_unlock(t, h);
+	pthread_join(r->thread, NULL);
+	range_read_unlock(t, &r->lock);
+	assert_int_equal(range_lock_tree_destroy(t), 0);
+}
+
+/*
  * The bound: a thread that holds what a reader sleeps for and makes a
  * write lock call on the tree waits the bound (about 2 ms) and goes on;
  * without it, the two would wait for each other for ever.
@@ -232,13 +257,8 @@ static void test_bound_ends_deferral(const struct scenario *sc)
 	uint64_t t0, dt;
 
 	rl_test_defer_ns = RL_DEFER_NS;
-	make_tree(&t, sc->tree);
-	memset(&r, 0, sizeof(r));
-	assert_int_equal(range_lock_init(&h, 0, 9), 0);
+	sleeping_reader(&t, sc, &h, &r);
 	assert_int_equal(range_lock_init(&w, 8192, 8201), 0);
-	range_write_lock(&t, &h);
-	start_op(&r, &t, 0, 9, true, C_PLAIN);
-	assert_true(wait_counted(&t, 1));
 	t0 = mono_ns();
 	range_write_lock(&t, &w); /* defers the bound: R sleeps for h */
 	dt = mono_ns() - t0;
@@ -246,10 +266,7 @@ static void test_bound_ends_deferral(const struct scenario *sc)
 	assert_true(dt >= (uint64_t)RL_DEFER_NS * 9 / 10);
 	assert_int_equal(atomic_load(&r.done), 0);
 	range_write_unlock(&t, &w);
-	range_write_unlock(&t, &h);
-	pthread_join(r.thread, NULL);
-	range_read_unlock(&t, &r.lock);
-	assert_int_equal(range_lock_tree_destroy(&t), 0);
+	end_sleeping_reader(&t, &h, &r);
 }
 
 /* A timed call's deadline ends its deferral: it then takes its free range. */
@@ -261,13 +278,8 @@ static void test_deadline_ends_deferral(const struct scenario *sc)
 	struct timespec ts;
 	uint64_t t0, dt;
 
-	make_tree(&t, sc->tree);
-	memset(&r, 0, sizeof(r));
-	assert_int_equal(range_lock_init(&h, 0, 9), 0);
+	sleeping_reader(&t, sc, &h, &r);
 	assert_int_equal(range_lock_init(&w, 8192, 8201), 0);
-	range_write_lock(&t, &h);
-	start_op(&r, &t, 0, 9, true, C_PLAIN);
-	assert_true(wait_counted(&t, 1));
 	t0 = mono_ns();
 	deadline_in(CLOCK_MONOTONIC, 100, &ts);
 	assert_int_equal(range_write_timedlock(&t, &w, CLOCK_MONOTONIC, &ts), 0);
@@ -276,10 +288,7 @@ static void test_deadline_ends_deferral(const struct scenario *sc)
 	assert_true(dt < QUICK_NS);
 	assert_int_equal(atomic_load(&r.done), 0);
 	range_write_unlock(&t, &w);
-	range_write_unlock(&t, &h);
-	pthread_join(r.thread, NULL);
-	range_read_unlock(&t, &r.lock);
-	assert_int_equal(range_lock_tree_destroy(&t), 0);
+	end_sleeping_reader(&t, &h, &r);
 }
 
 /* A signal handler that runs during an interruptible call's deferral ends
@@ -291,13 +300,8 @@ static void test_signal_ends_deferral(const struct scenario *sc)
 	static struct op r, w;
 	uint64_t t0;
 
-	make_tree(&t, sc->tree);
-	memset(&r, 0, sizeof(r));
 	memset(&w, 0, sizeof(w));
-	assert_int_equal(range_lock_init(&h, 0, 9), 0);
-	range_write_lock(&t, &h);
-	start_op(&r, &t, 0, 9, true, C_PLAIN);
-	assert_true(wait_counted(&t, 1));
+	sleeping_reader(&t, sc, &h, &r);
 	t0 = mono_ns();
 	start_op(&w, &t, 8192, 8201, false, C_INTERRUPTIBLE);
 	assert_true(wait_deferring(&t));
@@ -310,10 +314,7 @@ static void test_signal_ends_deferral(const struct scenario *sc)
 	assert_true(w.end_ns - t0 < QUICK_NS);
 	assert_int_equal(atomic_load(&r.done), 0);
 	range_write_unlock(&t, &w.lock);
-	range_write_unlock(&t, &h);
-	pthread_join(r.thread, NULL);
-	range_read_unlock(&t, &r.lock);
-	assert_int_equal(range_lock_tree_destroy(&t), 0);
+	end_sleeping_reader(&t, &h, &r);
 }
 
 /*
